@@ -1,0 +1,594 @@
+// zizq dispatcher tasks (see dispatcher.cpp for the story of a cycle).
+#include <algorithm>
+
+#include "core/bindings.hpp"
+#include "core/token_bucket.hpp"
+
+#include "dispatcher/tasks.hpp"
+#include "pg/errors.hpp"
+#include "pg/lines.hpp"
+#include "pg/shmem.hpp"
+#include "pg/spi.hpp"
+#include "pg/xact.hpp"
+
+extern "C" {
+#include "catalog/namespace.h"
+#include "commands/extension.h"
+}
+
+namespace zizq::dispatcher {
+namespace {
+
+using namespace zizq::pg;
+
+// How many jobs of one line an evaluation may offer at once.
+constexpr int kLineWalk = 32;
+// Work per task per cycle: a larger backlog is finished in later cycles.
+constexpr int kBatch = 10000;
+
+struct Timer {
+  int32 budget;  // hash key
+  int64 due_us;
+};
+
+// ---- transactions ----------------------------------------------------------------
+
+void begin(const char *activity) {
+  SetCurrentStatementStartTimestamp();
+  StartTransactionCommand();
+  if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq dispatcher: SPI_connect failed");
+  PushActiveSnapshot(GetTransactionSnapshot());
+  pgstat_report_activity(STATE_RUNNING, activity);
+}
+
+void end() {
+  SPI_finish();
+  PopActiveSnapshot();
+  CommitTransactionCommand();
+  pgstat_report_stat(false);
+  pgstat_report_activity(STATE_IDLE, nullptr);
+}
+
+void exec(const char *sql) {
+  if (SPI_execute(sql, false, 0) < 0) elog(ERROR, "zizq dispatcher: failed: %s", sql);
+}
+
+TimestampTz column_ts(uint64 row, int col) {
+  bool isnull = false;
+  Datum d = column(row, col, &isnull);
+  return isnull ? 0 : DatumGetTimestampTz(d);
+}
+
+TimestampTz earliest(TimestampTz a, TimestampTz b) {
+  if (a == 0) return b;
+  if (b == 0) return a;
+  return ZZ_MIN(a, b);
+}
+
+// ---- rebuilding shared memory ---------------------------------------------------------
+
+struct LoadedBudget {
+  int32 id;
+  core::Policy policy;
+  int64 in_flight;
+  int32 parked[core::kMaxBindings];
+};
+
+LoadedBudget *find_loaded(LoadedBudget *all, int n, int32 id) {
+  for (int i = 0; i < n; ++i)
+    if (all[i].id == id) return &all[i];
+  return nullptr;
+}
+
+// Budgets, in-flight costs and parked counts from the tables. Writers are
+// held off (SHARE locks) so that nothing changes between reading and
+// publishing; then budgeted dispatch may begin. Jobs of dead sessions were
+// requeued by an earlier, committed transaction (their releases at commit
+// found no budget to release into, as shared memory was empty).
+void load_state() {
+  exec("LOCK TABLE zizq.budgets, zizq._jobs IN SHARE MODE");
+  exec("SELECT id, allocation, strategy, duration_ms, burst FROM zizq.budgets");
+  int n = static_cast<int>(SPI_processed);
+  LoadedBudget *all = static_cast<LoadedBudget *>(palloc0(sizeof(LoadedBudget) * ZZ_MAX(n, 1)));
+  for (int i = 0; i < n; ++i) {
+    bool isnull = false;
+    all[i].id = column_int32(i, 1);
+    int64 allocation = column_int32(i, 2);
+    char *strategy = column_text(i, 3);
+    Datum duration = column(i, 4, &isnull);
+    int64 duration_ms = isnull ? -1 : DatumGetInt64(duration);
+    Datum burst = column(i, 5, &isnull);
+    int64 burst_v = isnull ? -1 : DatumGetInt32(burst);
+    core::Policy p;
+    run_core([&] { p = core::make_policy("", allocation, strategy, duration_ms, burst_v); });
+    all[i].policy = p;
+  }
+  exec("SELECT c.budget_id, sum(c.cost)::bigint FROM zizq._jobs j, "
+       "unnest(j.budget_ids, j.budget_costs) AS c(budget_id, cost) WHERE j.status = 'in_flight' GROUP BY 1");
+  for (uint64 i = 0; i < SPI_processed; ++i)
+    if (LoadedBudget *b = find_loaded(all, n, column_int32(i, 1))) b->in_flight = column_int64(i, 2);
+  exec("SELECT j.budget_ids[k], k, count(*)::bigint FROM zizq._jobs j, "
+       "generate_series(1, cardinality(j.budget_ids)) AS k WHERE j.status = 'ready' AND j.parked GROUP BY 1, 2");
+  for (uint64 i = 0; i < SPI_processed; ++i)
+    if (LoadedBudget *b = find_loaded(all, n, column_int32(i, 1)))
+      b->parked[ZZ_MIN(column_int32(i, 2), core::kMaxBindings) - 1] = static_cast<int32>(column_int64(i, 3));
+
+  int missing = 0;
+  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+  for (int i = 0; i < n; ++i) {
+    BudgetEntry *e = add_budget(all[i].id, all[i].policy);
+    if (e == nullptr) {
+      ++missing;
+      continue;
+    }
+    e->tokens.in_flight = all[i].in_flight;
+    memcpy(e->parked, all[i].parked, sizeof e->parked);
+    mark_dirty(e);
+  }
+  shared->budgets_loaded = true;
+  LWLockRelease(shared->budget_lock);
+  if (missing > 0)
+    ereport(WARNING, (errmsg("zizq: %d budgets exceed zizq.max_budgets = %d; their jobs cannot be dispatched",
+                             missing, guc_max_budgets)));
+}
+
+// ---- writing tasks ----------------------------------------------------------------------
+
+SPIPlanPtr dead_plan = nullptr, leases_plan = nullptr, requeue_plan = nullptr;
+SPIPlanPtr promote_plan = nullptr, park_plan = nullptr, purge_plan = nullptr, next_plan = nullptr;
+
+int64 *alive_sessions(int *n) {
+  int64 *alive = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(MaxBackends, 1)));
+  *n = 0;
+  LWLockAcquire(shared->waiter_lock, LW_EXCLUSIVE);
+  shared->sessions_ended = false;
+  for (int i = 0; i < MaxBackends; ++i)
+    if (sessions[i] != 0) alive[(*n)++] = static_cast<int64>(sessions[i]);
+  LWLockRelease(shared->waiter_lock);
+  return alive;
+}
+
+void return_to_ready(Datum ids) {
+  prepared(requeue_plan, "SELECT zizq._return_to_ready($1)", {INT8ARRAYOID});
+  Datum args[1] = {ids};
+  run_plan(requeue_plan, args, nullptr, false);
+}
+
+// In-flight jobs without a lease whose session has ended go back to ready.
+void requeue_dead_sessions() {
+  int n;
+  int64 *alive = alive_sessions(&n);
+  prepared(dead_plan,
+           "SELECT COALESCE(array_agg(id), '{}') FROM zizq._jobs WHERE status = 'in_flight' "
+           "AND lease_until IS NULL AND NOT COALESCE(session_id = ANY ($1), false)",
+           {INT8ARRAYOID});
+  Datum args[1] = {int8_array(alive, n)};
+  run_plan(dead_plan, args, nullptr, false);
+  bool isnull = false;
+  return_to_ready(column(0, 1, &isnull));
+}
+
+void expire_leases() {
+  prepared(leases_plan,
+           "SELECT COALESCE(array_agg(id), '{}') FROM zizq._jobs WHERE status = 'in_flight' "
+           "AND lease_until <= clock_timestamp()",
+           {});
+  run_plan(leases_plan, nullptr, nullptr, false);
+  bool isnull = false;
+  return_to_ready(column(0, 1, &isnull));
+}
+
+// Scheduled jobs whose ready_at has come (the trigger ready_update wakes
+// their workers and notifies at commit).
+void promote_scheduled() {
+  prepared(promote_plan,
+           "WITH due AS (SELECT id FROM zizq._jobs WHERE status = 'scheduled' AND ready_at <= clock_timestamp() "
+           "ORDER BY ready_at LIMIT $1 FOR UPDATE SKIP LOCKED) "
+           "UPDATE zizq._jobs j SET status = 'ready' FROM due WHERE j.id = due.id",
+           {INT4OID});
+  Datum args[1] = {Int32GetDatum(kBatch)};
+  run_plan(promote_plan, args, nullptr, false);
+}
+
+// Budgeted jobs a dequeue could not take move into their budgets' lines.
+void park_requested() {
+  int64 *ids = static_cast<int64 *>(palloc(sizeof(int64) * kParkRequestSlots));
+  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+  int n = take_park_requests(ids, kParkRequestSlots);
+  LWLockRelease(shared->budget_lock);
+  if (n == 0) return;
+  prepared(park_plan,
+           "UPDATE zizq._jobs SET parked = true WHERE id = ANY ($1) AND status = 'ready' AND NOT parked "
+           "AND budget_ids IS NOT NULL RETURNING budget_ids",
+           {INT8ARRAYOID});
+  Datum args[1] = {int8_array(ids, n)};
+  uint64 rows = run_plan(park_plan, args, nullptr, false);
+  for (uint64 i = 0; i < rows; ++i) {
+    bool isnull = false;
+    int32 *budgets;
+    int nb = array_int4(column(i, 1, &isnull), &budgets);
+    note_parked(budgets, ZZ_MIN(nb, core::kMaxBindings));
+  }
+}
+
+void purge() {
+  prepared(purge_plan,
+           "SELECT count(*) FROM zizq._delete_jobs(ARRAY(SELECT id FROM zizq._jobs "
+           "WHERE purge_at <= clock_timestamp() ORDER BY purge_at LIMIT $1))",
+           {INT4OID});
+  Datum args[1] = {Int32GetDatum(kBatch)};
+  run_plan(purge_plan, args, nullptr, false);
+}
+
+void read_next_times(Dispatcher &d) {
+  prepared(next_plan,
+           "SELECT (SELECT min(ready_at) FROM zizq._jobs WHERE status = 'scheduled'), "
+           "(SELECT min(lease_until) FROM zizq._jobs WHERE status = 'in_flight' AND lease_until IS NOT NULL), "
+           "(SELECT min(purge_at) FROM zizq._jobs WHERE purge_at IS NOT NULL)",
+           {});
+  run_plan(next_plan, nullptr, nullptr, true);
+  d.next_scheduled = column_ts(0, 1);
+  d.next_lease = column_ts(0, 2);
+  d.next_purge = column_ts(0, 3);
+}
+
+bool due(TimestampTz when, TimestampTz now) { return when != 0 && when <= now; }
+
+// The writing transaction. Returns false when the extension is not there.
+bool write_phase(Dispatcher &d) {
+  begin("zizq dispatcher: maintenance");
+  if (!OidIsValid(get_extension_oid("zizq", true))) {
+    end();
+    return false;
+  }
+  LWLockAcquire(shared->budget_lock, LW_SHARED);
+  bool loaded = shared->budgets_loaded;
+  LWLockRelease(shared->budget_lock);
+  LWLockAcquire(shared->waiter_lock, LW_SHARED);
+  bool ended = shared->sessions_ended;
+  LWLockRelease(shared->waiter_lock);
+  if (!loaded) {
+    reset_shared_state();
+    requeue_dead_sessions();
+    end();
+    begin("zizq dispatcher: loading budgets");
+    load_state();
+  } else if (ended || !d.started) {
+    requeue_dead_sessions();
+  }
+  TimestampTz now = GetCurrentTimestamp();
+  if (due(d.next_lease, now)) expire_leases();
+  if (due(d.next_scheduled, now)) promote_scheduled();
+  park_requested();
+  if (due(d.next_purge, now)) purge();
+  read_next_times(d);
+  end();
+  return true;
+}
+
+// ---- evaluating budget lines ---------------------------------------------------------------
+
+SPIPlanPtr head_plans[core::kMaxBindings] = {nullptr, nullptr, nullptr, nullptr};
+
+SPIPlanPtr heads_plan(int k) {
+  // Per queue of the budget's position-k line, the first jobs in dispatch
+  // order: a skip scan over the queues, then a short walk of each line.
+  static char sql[core::kMaxBindings][1024];
+  if (sql[k][0] == '\0') {
+    char cond[160];
+    snprintf(cond, sizeof cond, "budget_ids[%d] = $1 AND status = 'ready' AND parked%s", k + 1,
+             k == 0 ? "" : psprintf(" AND cardinality(budget_ids) >= %d", k + 1));
+    snprintf(sql[k], sizeof sql[k],
+             "WITH RECURSIVE q AS ("
+             " (SELECT queue FROM zizq._jobs WHERE %s ORDER BY queue LIMIT 1)"
+             " UNION ALL"
+             " SELECT (SELECT queue FROM zizq._jobs WHERE %s AND queue > q.queue ORDER BY queue LIMIT 1)"
+             " FROM q WHERE q.queue IS NOT NULL)"
+             " SELECT h.id, h.priority, h.queue, h.budget_ids, h.budget_costs FROM q, LATERAL"
+             " (SELECT id, priority, queue, budget_ids, budget_costs FROM zizq._jobs WHERE %s AND queue = q.queue"
+             "  ORDER BY priority, id LIMIT $2) h WHERE q.queue IS NOT NULL",
+             cond, cond, cond);
+  }
+  return prepared(head_plans[k], sql[k], {INT4OID, INT4OID});
+}
+
+struct LineJob {
+  int64 id;
+  int32 priority;
+  char *queue;
+  int nbindings;
+  core::Binding bindings[core::kMaxBindings];
+};
+
+bool line_order(const LineJob &a, const LineJob &b) {
+  int c = strcmp(a.queue, b.queue);
+  if (c != 0) return c < 0;
+  return a.priority != b.priority ? a.priority < b.priority : a.id < b.id;
+}
+
+int read_lines(int32 budget, const int32 counts[core::kMaxBindings], LineJob **out) {
+  int cap = 64, n = 0;
+  LineJob *jobs = static_cast<LineJob *>(palloc(sizeof(LineJob) * cap));
+  for (int k = 0; k < core::kMaxBindings; ++k) {
+    if (counts[k] <= 0) continue;
+    Datum args[2] = {Int32GetDatum(budget), Int32GetDatum(kLineWalk)};
+    uint64 rows = run_plan(heads_plan(k), args, nullptr, true);
+    for (uint64 i = 0; i < rows; ++i) {
+      if (n == cap) {
+        cap *= 2;
+        jobs = static_cast<LineJob *>(repalloc(jobs, sizeof(LineJob) * cap));
+      }
+      LineJob &j = jobs[n++];
+      j.id = column_int64(i, 1);
+      j.priority = column_int32(i, 2);
+      j.queue = column_text(i, 3);
+      bool isnull = false;
+      int32 *ids, *costs;
+      int nb = array_int4(column(i, 4, &isnull), &ids);
+      array_int4(column(i, 5, &isnull), &costs);
+      j.nbindings = ZZ_MIN(nb, core::kMaxBindings);
+      for (int b = 0; b < j.nbindings; ++b) j.bindings[b] = core::Binding{ids[b], costs[b]};
+    }
+  }
+  std::sort(jobs, jobs + n, line_order);
+  // Several positions: only the merged head of each queue is known in order
+  // past kLineWalk, so drop duplicates (a job at two positions of the same
+  // budget cannot happen) and keep the order.
+  *out = jobs;
+  return n;
+}
+
+struct Snapshot {
+  bool found;
+  core::Policy policy;
+  core::TokenState tokens;
+  int64 offered;
+  int32 parked[core::kMaxBindings];
+  uint32 version;
+};
+
+Snapshot snapshot_of(int32 id) {
+  Snapshot s{};
+  BudgetEntry *b = find_budget(id);
+  if (b == nullptr) return s;
+  s.found = true;
+  s.policy = b->policy;
+  s.tokens = b->tokens;
+  s.offered = b->offered_cost;
+  memcpy(s.parked, b->parked, sizeof s.parked);
+  s.version = b->park_version;
+  return s;
+}
+
+void add_timer(Dispatcher &d, int32 budget, int64 due_us) {
+  bool found = false;
+  auto *t = static_cast<Timer *>(hash_search(d.timers, &budget, HASH_ENTER, &found));
+  if (!found || due_us < t->due_us) t->due_us = due_us;
+}
+
+// Withdraws the offers made from this budget's lines: the evaluation below
+// makes them again from the lines as they are now.
+void withdraw_line_offers(int32 budget) {
+  for (int i = 0; i < shared->offer_high; ++i)
+    if (offers[i].job_id != 0 && offers[i].line_budget == budget) remove_offer(i);
+}
+
+// Whether a job is at the head of its other budgets' lines too.
+bool heads_other_lines(const LineJob &j, int32 budget) {
+  for (int b = 0; b < j.nbindings; ++b) {
+    if (j.bindings[b].budget == budget) continue;
+    int32 counts[core::kMaxBindings];
+    parked_counts(j.bindings[b].budget, counts);
+    if (any_parked(counts) && parked_ahead(j.bindings[b].budget, counts, j.queue, j.priority, j.id)) return false;
+  }
+  return true;
+}
+
+// Can every budget of `j` pay its cost on top of what is already offered?
+// If not, when (nullopt: only a release can help).
+bool affordable(const LineJob &j, int64 now, std::optional<int64> *when) {
+  bool ok = true;
+  int64 latest = now;
+  bool timed = true;
+  LWLockAcquire(shared->budget_lock, LW_SHARED);
+  for (int b = 0; b < j.nbindings; ++b) {
+    Snapshot s = snapshot_of(j.bindings[b].budget);
+    if (!s.found) {
+      ok = timed = false;
+      continue;
+    }
+    int64 need = j.bindings[b].cost + s.offered;
+    if (core::can_pay(s.policy, s.tokens, need, now)) continue;
+    ok = false;
+    std::optional<int64> t;
+    run_core([&] { t = core::due_time(s.policy, s.tokens, std::min<int64>(need, s.policy.capacity()), now); });
+    if (!t) timed = false;
+    else latest = ZZ_MAX(latest, *t);
+  }
+  LWLockRelease(shared->budget_lock);
+  *when = timed ? std::optional<int64>(latest) : std::nullopt;
+  return ok;
+}
+
+struct Wakes {
+  int n;
+  uint32 hashes[64];
+  char *queues[64];
+};
+
+void note_wake(Wakes &w, const char *queue) {
+  uint32 h = queue_hash(queue, strlen(queue));
+  for (int i = 0; i < w.n; ++i)
+    if (w.hashes[i] == h) return;
+  if (w.n < 64) {
+    w.hashes[w.n] = h;
+    w.queues[w.n++] = pstrdup(queue);
+  }
+}
+
+bool offer(const LineJob &j, int32 line_budget) {
+  Offer o{};
+  o.job_id = j.id;
+  o.priority = j.priority;
+  o.queue_hash = queue_hash(j.queue, strlen(j.queue));
+  o.line_budget = line_budget;
+  o.nbindings = j.nbindings;
+  memcpy(o.bindings, j.bindings, sizeof o.bindings);
+  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+  BudgetEntry *b = find_budget(line_budget);
+  o.park_version = b ? b->park_version : 0;
+  bool posted = post_offer(o);
+  LWLockRelease(shared->budget_lock);
+  return posted;
+}
+
+// Wakes the workers that found this budget short, once it can pay again.
+void serve_starved(Dispatcher &d, int32 budget, int64 now, Wakes &wakes) {
+  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+  BudgetEntry *b = find_budget(budget);
+  if (b == nullptr || !b->starved) {
+    LWLockRelease(shared->budget_lock);
+    return;
+  }
+  bool can = core::can_pay(b->policy, b->tokens, 1 + b->offered_cost, now);
+  std::optional<int64> t;
+  if (!can) run_core([&] { t = core::due_time(b->policy, b->tokens, std::min<int64>(1 + b->offered_cost, b->policy.capacity()), now); });
+  bool any = b->starved_any_queue;
+  uint32 hash = b->starved_queue;
+  if (can) b->starved = b->starved_any_queue = false;
+  LWLockRelease(shared->budget_lock);
+  if (!can) {
+    if (t) add_timer(d, budget, *t);
+    return;
+  }
+  if (any)
+    wake_all_waiters();
+  else
+    wake_waiters(hash, MaxBackends);
+  (void)wakes;
+}
+
+void evaluate(Dispatcher &d, int32 budget, Wakes &wakes) {
+  int64 now = monotonic_us();
+  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+  withdraw_line_offers(budget);
+  Snapshot s = snapshot_of(budget);
+  LWLockRelease(shared->budget_lock);
+  if (!s.found) return;
+  if (any_parked(s.parked)) {
+    LineJob *jobs;
+    int n = read_lines(budget, s.parked, &jobs);
+    const char *line = nullptr;
+    bool line_done = false;
+    for (int i = 0; i < n; ++i) {
+      const LineJob &j = jobs[i];
+      if (line == nullptr || strcmp(line, j.queue) != 0) {
+        line = j.queue;
+        line_done = false;
+      }
+      if (line_done) continue;
+      std::optional<int64> when;
+      if (!heads_other_lines(j, budget)) {
+        line_done = true;  // it waits in another budget's line, and its own line waits behind it
+        continue;
+      }
+      if (!affordable(j, now, &when)) {
+        if (when) add_timer(d, budget, *when);
+        line_done = true;
+        continue;
+      }
+      if (!offer(j, budget)) {
+        add_timer(d, budget, now + 10000);  // offers full: try again shortly
+        line_done = true;
+        continue;
+      }
+      wake_waiters(queue_hash(j.queue, strlen(j.queue)), 1);
+      note_wake(wakes, j.queue);
+    }
+  }
+  serve_starved(d, budget, now, wakes);
+}
+
+int32 *due_budgets(Dispatcher &d, int *n) {
+  int64 now = monotonic_us();
+  long count = hash_get_num_entries(d.timers);
+  int32 *ids = static_cast<int32 *>(palloc(sizeof(int32) * ZZ_MAX(count, 1)));
+  *n = 0;
+  HASH_SEQ_STATUS scan;
+  hash_seq_init(&scan, d.timers);
+  for (auto *t = static_cast<Timer *>(hash_seq_search(&scan)); t != nullptr;
+       t = static_cast<Timer *>(hash_seq_search(&scan)))
+    if (t->due_us <= now) ids[(*n)++] = t->budget;
+  for (int i = 0; i < *n; ++i) hash_search(d.timers, &ids[i], HASH_REMOVE, nullptr);
+  return ids;
+}
+
+int32 *dirty_budgets(int *n) {
+  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+  int32 *ids = static_cast<int32 *>(palloc(sizeof(int32) * ZZ_MAX(shared->dirty_count, 1)));
+  *n = 0;
+  for (int32 id = pop_dirty(); id != 0; id = pop_dirty()) ids[(*n)++] = id;
+  LWLockRelease(shared->budget_lock);
+  return ids;
+}
+
+void evaluate_phase(Dispatcher &d) {
+  int ndirty, ndue;
+  int32 *dirty = dirty_budgets(&ndirty);
+  int32 *timed = due_budgets(d, &ndue);
+  if (ndirty + ndue == 0) return;
+  begin("zizq dispatcher: evaluating budgets");
+  Wakes wakes;
+  wakes.n = 0;
+  for (int i = 0; i < ndirty; ++i) evaluate(d, dirty[i], wakes);
+  for (int i = 0; i < ndue; ++i) {
+    bool seen = false;
+    for (int j = 0; j < ndirty && !seen; ++j) seen = dirty[j] == timed[i];
+    if (!seen) evaluate(d, timed[i], wakes);
+  }
+  for (int i = 0; i < wakes.n; ++i) Async_Notify("zizq", wakes.queues[i]);
+  end();
+}
+
+TimestampTz next_timer(Dispatcher &d) {
+  int64 first = 0;
+  HASH_SEQ_STATUS scan;
+  hash_seq_init(&scan, d.timers);
+  for (auto *t = static_cast<Timer *>(hash_seq_search(&scan)); t != nullptr;
+       t = static_cast<Timer *>(hash_seq_search(&scan)))
+    if (first == 0 || t->due_us < first) first = t->due_us;
+  return first == 0 ? 0 : wall_time_of(first);
+}
+
+}  // namespace
+
+void start(Dispatcher &d) {
+  memset(&d, 0, sizeof d);
+  HASHCTL info;
+  memset(&info, 0, sizeof info);
+  info.keysize = sizeof(int32);
+  info.entrysize = sizeof(Timer);
+  info.hcxt = TopMemoryContext;
+  d.timers = hash_create("zizq dispatcher timers", 256, &info, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
+TimestampTz run_cycle(Dispatcher &d) {
+  if (!write_phase(d)) return 0;
+  if (!d.started) {
+    // A fresh dispatcher has no timers: look at every budget with parked jobs.
+    LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+    HASH_SEQ_STATUS scan;
+    hash_seq_init(&scan, budget_hash);
+    for (auto *b = static_cast<BudgetEntry *>(hash_seq_search(&scan)); b != nullptr;
+         b = static_cast<BudgetEntry *>(hash_seq_search(&scan)))
+      mark_dirty(b);
+    LWLockRelease(shared->budget_lock);
+    d.started = true;
+  }
+  evaluate_phase(d);
+  TimestampTz next = earliest(earliest(d.next_scheduled, d.next_lease), earliest(d.next_purge, next_timer(d)));
+  // More due work than one batch: come straight back.
+  return next;
+}
+
+}  // namespace zizq::dispatcher

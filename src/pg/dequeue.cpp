@@ -1,0 +1,665 @@
+// zizq dequeue (SPEC §2 dequeue, §3 "Ordering").
+//
+// A dequeue merges, in priority-then-id order, three streams of ready jobs
+// in the worker's queues:
+//   free     unbudgeted jobs, read with FOR UPDATE SKIP LOCKED: every row
+//            read is taken (SKIP LOCKED never blocks, rows another worker
+//            holds are passed over);
+//   budgeted budgeted jobs not parked, read without locks, so that a job the
+//            worker may not take is never left locked;
+//   offered  parked jobs the dispatcher found affordable (shared memory).
+// Budgeted and offered candidates go through core::admit (blocked lines,
+// parked jobs ahead, all-or-nothing debit); the taken ones are then locked
+// with SKIP LOCKED — one another worker got first is refunded — and all
+// taken jobs become in_flight in one UPDATE. Budgeted jobs refused are handed
+// to the dispatcher to park, so later dequeues do not walk them again.
+//
+// With nothing budgeted in sight (the common case) the whole dequeue is one
+// UPDATE ... FROM (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n).
+//
+// dequeue(wait) registers the backend as a waiter and sleeps on its latch
+// between attempts; enqueue commits, releases and the dispatcher's offers
+// set it. Between attempts it holds no row locks.
+#include <algorithm>
+
+#include "core/admission.hpp"
+#include "core/names.hpp"
+#include "core/token_bucket.hpp"
+
+#include "pg/errors.hpp"
+#include "pg/job_row.hpp"
+#include "pg/lines.hpp"
+#include "pg/pg.hpp"
+#include "pg/shmem.hpp"
+#include "pg/spi.hpp"
+#include "pg/xact.hpp"
+
+namespace zizq::pg {
+namespace {
+
+constexpr int kMaxJobs = 10000;
+
+// ---- the request -----------------------------------------------------------------
+
+struct Request {
+  int nqueues;      // 0: all queues
+  char **queues;
+  uint32 *hashes;
+  Datum queue_array;  // text[] of the queues (when nqueues > 0)
+  int32 max_jobs;
+  int64 wait_ms;
+  bool leased;
+  int64 lease_ms;
+  int64 session;
+};
+
+bool wants_queue(const Request &r, const char *queue) {
+  if (r.nqueues == 0) return true;
+  for (int i = 0; i < r.nqueues; ++i)
+    if (strcmp(r.queues[i], queue) == 0) return true;
+  return false;
+}
+
+bool wants_hash(const Request &r, uint32 hash) {
+  if (r.nqueues == 0) return true;
+  for (int i = 0; i < r.nqueues; ++i)
+    if (r.hashes[i] == hash) return true;
+  return false;
+}
+
+// ---- candidates --------------------------------------------------------------------
+
+enum class Source : uint8 { Free, Budgeted, Offered };
+
+struct Cand {
+  int64 id;
+  int32 priority;
+  Source source;
+  char *queue;
+  int nbindings;
+  core::Binding bindings[core::kMaxBindings];
+  int offer_slot;          // Offered: its slot in shared memory
+  uint32 versions[core::kMaxBindings];  // Offered: park versions when offered
+};
+
+bool cand_before(const Cand &a, const Cand &b) {
+  return a.priority != b.priority ? a.priority < b.priority : a.id < b.id;
+}
+
+void read_bindings(uint64 row, int ids_col, int costs_col, Cand &c) {
+  bool isnull = false;
+  Datum ids = column(row, ids_col, &isnull);
+  c.nbindings = 0;
+  if (isnull) return;
+  int32 *id_values, *cost_values;
+  int n = array_int4(ids, &id_values);
+  array_int4(column(row, costs_col, &isnull), &cost_values);
+  c.nbindings = ZZ_MIN(n, core::kMaxBindings);
+  for (int i = 0; i < c.nbindings; ++i) c.bindings[i] = core::Binding{id_values[i], cost_values[i]};
+}
+
+// A stream of candidates in order, refilled by a query on demand.
+struct Stream {
+  Cand *rows;
+  int count, pos;
+  bool exhausted;
+  const Cand *peek() const { return pos < count ? &rows[pos] : nullptr; }
+};
+
+// ---- plans ---------------------------------------------------------------------------
+
+#define ZIZQ_TAKE_SET                                                                                   \
+  "status = 'in_flight', dequeued_at = clock_timestamp(), parked = false, session_id = $2, "            \
+  "lease_ms = $3, lease_until = CASE WHEN $3 IS NULL THEN NULL "                                        \
+  "ELSE clock_timestamp() + $3 * interval '1 millisecond' END, "                                        \
+  "unique_hold = CASE WHEN unique_while = 'queued' THEN NULL ELSE unique_hold END"
+
+SPIPlanPtr fast_one = nullptr, fast_all = nullptr, take_plan = nullptr;
+SPIPlanPtr free_one = nullptr, free_all = nullptr;
+SPIPlanPtr budgeted_one = nullptr, budgeted_all = nullptr;
+SPIPlanPtr offered_plan = nullptr, lock_plan = nullptr;
+
+SPIPlanPtr fast_plan(bool all) {
+  if (all)
+    return prepared(fast_all,
+                    "UPDATE zizq._jobs j SET " ZIZQ_TAKE_SET " FROM (SELECT id AS cid FROM zizq._jobs WHERE status = 'ready' "
+                    "AND budget_ids IS NULL ORDER BY priority, id LIMIT $1 FOR UPDATE SKIP LOCKED) c "
+                    "WHERE j.id = c.cid RETURNING " ZIZQ_JOB_COLUMNS,
+                    {INT4OID, INT8OID, INT8OID});
+  return prepared(fast_one,
+                  "UPDATE zizq._jobs j SET " ZIZQ_TAKE_SET " FROM (SELECT id AS cid FROM zizq._jobs WHERE status = 'ready' "
+                  "AND budget_ids IS NULL AND queue = $4 ORDER BY priority, id LIMIT $1 FOR UPDATE SKIP LOCKED) c "
+                  "WHERE j.id = c.cid RETURNING " ZIZQ_JOB_COLUMNS,
+                  {INT4OID, INT8OID, INT8OID, TEXTOID});
+}
+
+SPIPlanPtr free_plan(bool all) {
+  if (all)
+    return prepared(free_all,
+                    "SELECT id, priority, queue FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL "
+                    "ORDER BY priority, id FOR UPDATE SKIP LOCKED",
+                    {});
+  return prepared(free_one,
+                  "SELECT id, priority, queue FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL "
+                  "AND queue = $1 ORDER BY priority, id FOR UPDATE SKIP LOCKED",
+                  {TEXTOID});
+}
+
+SPIPlanPtr budgeted_plan(bool all) {
+  if (all)
+    return prepared(budgeted_all,
+                    "SELECT id, priority, queue, budget_ids, budget_costs FROM zizq._jobs WHERE status = 'ready' "
+                    "AND budget_ids IS NOT NULL AND NOT parked AND (priority, id) > ($1, $2) "
+                    "ORDER BY priority, id LIMIT $3",
+                    {INT4OID, INT8OID, INT4OID});
+  return prepared(budgeted_one,
+                  "SELECT id, priority, queue, budget_ids, budget_costs FROM zizq._jobs WHERE status = 'ready' "
+                  "AND budget_ids IS NOT NULL AND NOT parked AND queue = $4 AND (priority, id) > ($1, $2) "
+                  "ORDER BY priority, id LIMIT $3",
+                  {INT4OID, INT8OID, INT4OID, TEXTOID});
+}
+
+// ---- the free stream: one FOR UPDATE SKIP LOCKED cursor per queue ---------------------
+
+struct FreeCursor {
+  Portal portal;
+  bool has_head, done;
+  Cand head;
+};
+
+struct FreeStreams {
+  int n;
+  FreeCursor *cursors;
+};
+
+void advance(FreeCursor &c) {
+  SPI_cursor_fetch(c.portal, true, 1);
+  if (SPI_processed == 0) {
+    c.has_head = false;
+    c.done = true;
+    return;
+  }
+  c.has_head = true;
+  c.head.id = column_int64(0, 1);
+  c.head.priority = column_int32(0, 2);
+  c.head.queue = column_text(0, 3);
+  c.head.source = Source::Free;
+  c.head.nbindings = 0;
+}
+
+FreeStreams open_free(const Request &r) {
+  FreeStreams fs;
+  fs.n = r.nqueues == 0 ? 1 : r.nqueues;
+  fs.cursors = static_cast<FreeCursor *>(palloc0(sizeof(FreeCursor) * fs.n));
+  for (int i = 0; i < fs.n; ++i) {
+    Datum args[1] = {r.nqueues == 0 ? 0 : CStringGetTextDatum(r.queues[i])};
+    fs.cursors[i].portal = SPI_cursor_open(nullptr, free_plan(r.nqueues == 0), args, nullptr, false);
+    advance(fs.cursors[i]);
+  }
+  return fs;
+}
+
+FreeCursor *free_head(FreeStreams &fs) {
+  FreeCursor *best = nullptr;
+  for (int i = 0; i < fs.n; ++i)
+    if (fs.cursors[i].has_head && (best == nullptr || cand_before(fs.cursors[i].head, best->head)))
+      best = &fs.cursors[i];
+  return best;
+}
+
+// Closes the cursors; a head row it had locked but did not take is ready
+// for others once this transaction ends.
+void close_free(FreeStreams &fs) {
+  for (int i = 0; i < fs.n; ++i) {
+    if (fs.cursors[i].has_head)
+      at_commit_wake_queue(queue_hash(fs.cursors[i].head.queue, strlen(fs.cursors[i].head.queue)), 1);
+    SPI_cursor_close(fs.cursors[i].portal);
+  }
+}
+
+// ---- the budgeted stream: keyset pages, merged across queues ----------------------------
+
+struct BudgetedStream {
+  Stream s;
+  int32 after_priority;
+  int64 after_id;
+};
+
+void refill_budgeted(const Request &r, BudgetedStream &b, int page) {
+  int n = r.nqueues == 0 ? 1 : r.nqueues;
+  Cand *rows = static_cast<Cand *>(palloc0(sizeof(Cand) * page * n));
+  int count = 0;
+  for (int q = 0; q < n; ++q) {
+    Datum args[4] = {Int32GetDatum(b.after_priority), Int64GetDatum(b.after_id), Int32GetDatum(page),
+                     r.nqueues == 0 ? 0 : CStringGetTextDatum(r.queues[q])};
+    uint64 got = run_plan(budgeted_plan(r.nqueues == 0), args, nullptr, false);
+    for (uint64 i = 0; i < got; ++i) {
+      Cand &c = rows[count++];
+      c.id = column_int64(i, 1);
+      c.priority = column_int32(i, 2);
+      c.queue = column_text(i, 3);
+      c.source = Source::Budgeted;
+      read_bindings(i, 4, 5, c);
+    }
+  }
+  std::sort(rows, rows + count, cand_before);
+  // With several queues, only rows before the first queue's page end are
+  // known to be complete in order; keep it simple: a short page from every
+  // queue means the stream is done.
+  if (n > 1 && count > page) count = page;
+  b.s.rows = rows;
+  b.s.count = count;
+  b.s.pos = 0;
+  b.s.exhausted = count < page;
+  if (count > 0) {
+    b.after_priority = rows[count - 1].priority;
+    b.after_id = rows[count - 1].id;
+  }
+}
+
+// ---- the offered stream ------------------------------------------------------------------
+
+Stream read_offers(const Request &r) {
+  Stream s{nullptr, 0, 0, true};
+  int64 *ids = nullptr;
+  int *slots = nullptr;
+  uint32(*versions)[core::kMaxBindings] = nullptr;
+  int n = 0;
+  LWLockAcquire(shared->budget_lock, LW_SHARED);
+  if (shared->offer_count > 0) {
+    ids = static_cast<int64 *>(palloc(sizeof(int64) * shared->offer_high));
+    slots = static_cast<int *>(palloc(sizeof(int) * shared->offer_high));
+    versions = static_cast<uint32(*)[core::kMaxBindings]>(palloc0(sizeof(uint32) * core::kMaxBindings * shared->offer_high));
+    for (int i = 0; i < shared->offer_high; ++i) {
+      const Offer &o = offers[i];
+      if (o.job_id == 0 || !wants_hash(r, o.queue_hash)) continue;
+      for (int k = 0; k < o.nbindings; ++k) {
+        BudgetEntry *b = find_budget(o.bindings[k].budget);
+        // The version the offer was made at, for its line budget; any change
+        // of the others is caught by their own versions recorded here now.
+        versions[n][k] = (o.bindings[k].budget == o.line_budget) ? o.park_version : (b ? b->park_version : 0);
+      }
+      ids[n] = o.job_id;
+      slots[n] = i;
+      ++n;
+    }
+  }
+  LWLockRelease(shared->budget_lock);
+  if (n == 0) return s;
+  prepared(offered_plan,
+           "SELECT id, priority, queue, budget_ids, budget_costs FROM zizq._jobs "
+           "WHERE id = ANY ($1) AND status = 'ready' AND parked ORDER BY priority, id",
+           {INT8ARRAYOID});
+  Datum args[1] = {int8_array(ids, n)};
+  uint64 got = run_plan(offered_plan, args, nullptr, false);
+  s.rows = static_cast<Cand *>(palloc0(sizeof(Cand) * ZZ_MAX(got, 1)));
+  for (uint64 i = 0; i < got; ++i) {
+    Cand &c = s.rows[s.count];
+    c.id = column_int64(i, 1);
+    c.priority = column_int32(i, 2);
+    c.queue = column_text(i, 3);
+    c.source = Source::Offered;
+    read_bindings(i, 4, 5, c);
+    if (!wants_queue(r, c.queue)) continue;  // a queue-hash collision
+    for (int j = 0; j < n; ++j)
+      if (ids[j] == c.id) {
+        c.offer_slot = slots[j];
+        memcpy(c.versions, versions[j], sizeof c.versions);
+      }
+    ++s.count;
+  }
+  return s;
+}
+
+// ---- admission callbacks ------------------------------------------------------------------
+
+struct Walk {
+  const Request *req;
+  int64 now;
+  int64 grace_us;
+};
+
+bool offered_line_unchanged(const Cand &c) {
+  bool same = true;
+  LWLockAcquire(shared->budget_lock, LW_SHARED);
+  for (int k = 0; k < c.nbindings && same; ++k) {
+    BudgetEntry *b = find_budget(c.bindings[k].budget);
+    same = b != nullptr && b->park_version == c.versions[k];
+  }
+  LWLockRelease(shared->budget_lock);
+  return same;
+}
+
+bool candidate_parked_ahead(const Cand &c, const core::Binding &binding) {
+  int32 counts[core::kMaxBindings];
+  parked_counts(binding.budget, counts);
+  if (!any_parked(counts)) return false;
+  return parked_ahead(binding.budget, counts, c.queue, c.priority, c.id);
+}
+
+// Debits every budget of the candidate or none.
+bool debit_all(const Cand &c, const Walk &w) {
+  reserve_ops(c.nbindings);
+  bool ok = true;
+  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+  BudgetEntry *entries[core::kMaxBindings];
+  for (int k = 0; k < c.nbindings && ok; ++k) {
+    entries[k] = find_budget(c.bindings[k].budget);
+    ok = entries[k] != nullptr &&
+         core::can_pay(entries[k]->policy, entries[k]->tokens, c.bindings[k].cost, w.now);
+  }
+  if (ok) {
+    for (int k = 0; k < c.nbindings; ++k) {
+      core::debit(entries[k]->policy, entries[k]->tokens, c.bindings[k].cost, w.now, w.grace_us);
+      record_debit(c.bindings[k].budget, c.bindings[k].cost);
+    }
+  } else {
+    // Tokens will come back: tell the dispatcher whom to wake then.
+    uint32 hash = queue_hash(c.queue, strlen(c.queue));
+    for (int k = 0; k < c.nbindings; ++k) {
+      BudgetEntry *b = find_budget(c.bindings[k].budget);
+      if (b == nullptr) continue;
+      if (b->starved && b->starved_queue != hash) b->starved_any_queue = true;
+      b->starved = true;
+      b->starved_queue = hash;
+    }
+  }
+  LWLockRelease(shared->budget_lock);
+  return ok;
+}
+
+// ---- one attempt ----------------------------------------------------------------------------
+
+struct Taken {
+  int64 *ids;
+  int n;
+};
+
+// Rows of the final UPDATE, sorted into dispatch order and stored.
+void emit_taken(uint64 rows, Tuplestorestate *store, TupleDesc, MemoryContext out) {
+  struct Row {
+    int32 priority;
+    int64 id;
+    HeapTuple tuple;
+  };
+  Row *sorted = static_cast<Row *>(palloc(sizeof(Row) * ZZ_MAX(rows, 1)));
+  MemoryContext old = MemoryContextSwitchTo(out);
+  for (uint64 i = 0; i < rows; ++i) {
+    sorted[i].id = column_int64(i, 1);
+    sorted[i].priority = column_int32(i, 5);
+    sorted[i].tuple = job_tuple_from_spi(i, 1, false);
+  }
+  MemoryContextSwitchTo(old);
+  std::sort(sorted, sorted + rows,
+            [](const Row &a, const Row &b) { return a.priority != b.priority ? a.priority < b.priority : a.id < b.id; });
+  for (uint64 i = 0; i < rows; ++i) tuplestore_puttuple(store, sorted[i].tuple);
+}
+
+// After the in_flight UPDATE: undo-on-abort wakes and lease hints.
+void note_taken(const Request &r, uint64 rows) {
+  for (uint64 i = 0; i < rows; ++i) {
+    char *queue = column_text(i, 2);
+    record_wake_on_abort(queue_hash(queue, strlen(queue)), 1);
+  }
+  if (r.leased && rows > 0) at_commit_wake_dispatcher_before(GetCurrentTimestamp() + r.lease_ms * 1000);
+}
+
+uint64 take(const Request &r, const int64 *ids, int n, Tuplestorestate *store, TupleDesc desc, MemoryContext out) {
+  if (n == 0) return 0;
+  prepared(take_plan, "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET " WHERE id = ANY ($1) RETURNING " ZIZQ_JOB_COLUMNS,
+           {INT8ARRAYOID, INT8OID, INT8OID});
+  Datum args[3] = {int8_array(ids, n), Int64GetDatum(r.session), Int64GetDatum(r.lease_ms)};
+  char nulls[3] = {' ', r.leased ? 'n' : ' ', r.leased ? ' ' : 'n'};
+  uint64 rows = run_plan(take_plan, args, nulls, false);
+  reserve_ops(static_cast<int>(rows) + 1);
+  note_taken(r, rows);
+  emit_taken(rows, store, desc, out);
+  return rows;
+}
+
+uint64 fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryContext out) {
+  Datum args[4] = {Int32GetDatum(r.max_jobs), Int64GetDatum(r.session), Int64GetDatum(r.lease_ms),
+                   r.nqueues == 1 ? CStringGetTextDatum(r.queues[0]) : 0};
+  char nulls[4] = {' ', r.leased ? 'n' : ' ', r.leased ? ' ' : 'n', ' '};
+  uint64 rows = run_plan(fast_plan(r.nqueues == 0), args, nulls, false);
+  reserve_ops(static_cast<int>(rows) + 1);
+  note_taken(r, rows);
+  emit_taken(rows, store, desc, out);
+  return rows;
+}
+
+// Locks the budgeted/offered candidates taken in the walk; refunds those
+// another worker got first (or whose bindings changed meanwhile). Returns
+// how many remain, compacted at the front of `taken`.
+int lock_taken(Cand *taken, int n) {
+  if (n == 0) return 0;
+  prepared(lock_plan,
+           "SELECT id, parked, budget_ids, budget_costs FROM zizq._jobs WHERE id = ANY ($1) AND status = 'ready' "
+           "FOR UPDATE SKIP LOCKED",
+           {INT8ARRAYOID});
+  int64 *ids = static_cast<int64 *>(palloc(sizeof(int64) * n));
+  for (int i = 0; i < n; ++i) ids[i] = taken[i].id;
+  Datum args[1] = {int8_array(ids, n)};
+  uint64 got = run_plan(lock_plan, args, nullptr, false);
+  int kept = 0;
+  for (int i = 0; i < n; ++i) {
+    bool ok = false;
+    for (uint64 row = 0; row < got && !ok; ++row) {
+      if (column_int64(row, 1) != taken[i].id) continue;
+      Cand now;
+      read_bindings(row, 3, 4, now);
+      ok = column_bool(row, 2) == (taken[i].source == Source::Offered) && now.nbindings == taken[i].nbindings &&
+           memcmp(now.bindings, taken[i].bindings, sizeof(core::Binding) * now.nbindings) == 0;
+    }
+    if (ok) {
+      taken[kept++] = taken[i];
+    } else {
+      for (int k = 0; k < taken[i].nbindings; ++k) refund_debit_now(taken[i].bindings[k].budget, taken[i].bindings[k].cost);
+    }
+  }
+  return kept;
+}
+
+// Refused budgeted jobs go to the dispatcher to be parked; stale offers are
+// withdrawn and their budgets re-evaluated.
+void hand_back(const Cand *refused, int n) {
+  if (n == 0) return;
+  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+  for (int i = 0; i < n; ++i) {
+    const Cand &c = refused[i];
+    if (c.source == Source::Budgeted) {
+      request_park(c.id);
+    } else if (c.source == Source::Offered) {
+      if (offers[c.offer_slot].job_id == c.id) remove_offer(c.offer_slot);
+    }
+    for (int k = 0; k < c.nbindings; ++k) {
+      BudgetEntry *b = find_budget(c.bindings[k].budget);
+      if (b != nullptr) mark_dirty(b);
+    }
+  }
+  LWLockRelease(shared->budget_lock);
+  wake_dispatcher();
+}
+
+void withdraw_offers(const Cand *taken, int n) {
+  bool any = false;
+  for (int i = 0; i < n && !any; ++i) any = taken[i].source == Source::Offered;
+  if (!any) return;
+  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+  for (int i = 0; i < n; ++i)
+    if (taken[i].source == Source::Offered && offers[taken[i].offer_slot].job_id == taken[i].id)
+      remove_offer(taken[i].offer_slot);
+  LWLockRelease(shared->budget_lock);
+}
+
+uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryContext out) {
+  bool loaded;
+  LWLockAcquire(shared->budget_lock, LW_SHARED);
+  loaded = shared->budgets_loaded;
+  LWLockRelease(shared->budget_lock);
+
+  const int page = ZZ_MIN(r.max_jobs * 2 + 8, 1000);
+  Stream offered = loaded ? read_offers(r) : Stream{nullptr, 0, 0, true};
+  BudgetedStream budgeted{{nullptr, 0, 0, true}, -1, 0};
+  if (loaded) refill_budgeted(r, budgeted, page);
+  if (offered.count == 0 && budgeted.s.count == 0 && r.nqueues <= 1) return fast_attempt(r, store, desc, out);
+
+  const int max_considered = r.max_jobs * 4 + 256;
+  int32 *blocked_ids = static_cast<int32 *>(palloc(sizeof(int32) * core::kMaxBindings * max_considered));
+  core::BlockedBudgets blocked{blocked_ids, 0, core::kMaxBindings * max_considered};
+  int64 *free_ids = static_cast<int64 *>(palloc(sizeof(int64) * r.max_jobs));
+  Cand *taken = static_cast<Cand *>(palloc(sizeof(Cand) * r.max_jobs));
+  Cand *refused = static_cast<Cand *>(palloc(sizeof(Cand) * max_considered));
+  int nfree = 0, ntaken = 0, nrefused = 0, considered = 0;
+  Walk walk{&r, monotonic_us(), int64(guc_dispatch_grace_ms) * 1000};
+  FreeStreams fs = open_free(r);
+
+  while (nfree + ntaken < r.max_jobs && considered < max_considered) {
+    if (budgeted.s.peek() == nullptr && !budgeted.s.exhausted) refill_budgeted(r, budgeted, page);
+    FreeCursor *fc = free_head(fs);
+    const Cand *best = fc ? &fc->head : nullptr;
+    for (const Cand *c : {budgeted.s.peek(), offered.peek()})
+      if (c != nullptr && (best == nullptr || cand_before(*c, *best))) best = c;
+    if (best == nullptr) break;
+    ++considered;
+    if (best->source == Source::Free) {
+      free_ids[nfree++] = best->id;
+      advance(*fc);
+      continue;
+    }
+    Cand c = *best;
+    (c.source == Source::Budgeted ? budgeted.s.pos : offered.pos)++;
+    core::Candidate cand{c.id, c.priority, c.bindings, c.nbindings};
+    bool offer_fresh = c.source == Source::Offered && offered_line_unchanged(c);
+    core::Verdict v = core::admit(
+        blocked, cand,
+        [&](const core::Candidate &, const core::Binding &b) { return !offer_fresh && candidate_parked_ahead(c, b); },
+        [&](const core::Candidate &) { return debit_all(c, walk); });
+    if (v == core::Verdict::Take)
+      taken[ntaken++] = c;
+    else
+      refused[nrefused++] = c;
+  }
+  close_free(fs);
+  ntaken = lock_taken(taken, ntaken);
+  withdraw_offers(taken, ntaken);
+  hand_back(refused, nrefused);
+  int64 *ids = static_cast<int64 *>(palloc(sizeof(int64) * (nfree + ntaken + 1)));
+  for (int i = 0; i < nfree; ++i) ids[i] = free_ids[i];
+  for (int i = 0; i < ntaken; ++i) ids[nfree + i] = taken[i].id;
+  return take(r, ids, nfree + ntaken, store, desc, out);
+}
+
+// ---- waiting ------------------------------------------------------------------------------
+
+void register_waiter(const Request &r) {
+  LWLockAcquire(shared->waiter_lock, LW_EXCLUSIVE);
+  Waiter &w = waiters[MyProc->pgprocno];
+  w.all_queues = r.nqueues == 0 || r.nqueues > kMaxWaiterQueues;
+  w.nqueues = w.all_queues ? 0 : r.nqueues;
+  for (int i = 0; i < w.nqueues; ++i) w.queues[i] = r.hashes[i];
+  w.latch = MyLatch;
+  LWLockRelease(shared->waiter_lock);
+}
+
+void unregister_waiter() {
+  LWLockAcquire(shared->waiter_lock, LW_EXCLUSIVE);
+  waiters[MyProc->pgprocno].latch = nullptr;
+  LWLockRelease(shared->waiter_lock);
+}
+
+// ---- arguments ------------------------------------------------------------------------------
+
+int64 interval_ms(Interval *i) {
+  return i->time / 1000 + int64(i->day) * 86400000 + int64(i->month) * 30 * 86400000;
+}
+
+Request read_request(FunctionCallInfo fcinfo) {
+  Request r;
+  memset(&r, 0, sizeof r);
+  if (!PG_ARGISNULL(0)) {
+    ArrayType *a = PG_GETARG_ARRAYTYPE_P(0);
+    Datum *elems;
+    bool *nulls;
+    int n;
+    deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+    if (n == 0)
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("queues must not be empty"),
+                      errhint("pass NULL to take jobs from every queue")));
+    r.nqueues = n;
+    r.queues = static_cast<char **>(palloc(sizeof(char *) * n));
+    r.hashes = static_cast<uint32 *>(palloc(sizeof(uint32) * n));
+    for (int i = 0; i < n; ++i) {
+      if (nulls[i]) ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("queues must not contain NULL")));
+      r.queues[i] = TextDatumGetCString(elems[i]);
+      const char *q = r.queues[i];
+      run_core([&] { core::check_name("queue", q); });
+      r.hashes[i] = queue_hash(q, strlen(q));
+    }
+  }
+  if (PG_ARGISNULL(1)) ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("max_jobs must not be NULL")));
+  r.max_jobs = PG_GETARG_INT32(1);
+  if (r.max_jobs < 1 || r.max_jobs > kMaxJobs)
+    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                    errmsg("max_jobs must be between 1 and %d, not %d", kMaxJobs, r.max_jobs)));
+  if (!PG_ARGISNULL(2)) {
+    r.wait_ms = interval_ms(PG_GETARG_INTERVAL_P(2));
+    if (r.wait_ms < 0)
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait must not be negative")));
+  }
+  if (!PG_ARGISNULL(3)) {
+    r.leased = true;
+    r.lease_ms = interval_ms(PG_GETARG_INTERVAL_P(3));
+    if (r.lease_ms <= 0)
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("lease must be positive"),
+                      errhint("omit the lease to tie the jobs to this session instead")));
+  } else {
+    r.session = static_cast<int64>(my_session_id());
+  }
+  return r;
+}
+
+}  // namespace
+}  // namespace zizq::pg
+
+using namespace zizq;
+using namespace zizq::pg;
+
+extern "C" {
+
+PG_FUNCTION_INFO_V1(zizq_dequeue);
+Datum zizq_dequeue(PG_FUNCTION_ARGS) {
+  require_shared();
+  Request r = read_request(fcinfo);
+  ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+  InitMaterializedSRF(fcinfo, 0);
+  MemoryContext out = rsinfo->econtext->ecxt_per_query_memory;
+  MemoryContext scratch = AllocSetContextCreate(CurrentMemoryContext, "zizq dequeue", ALLOCSET_DEFAULT_SIZES);
+  TimestampTz deadline = GetCurrentTimestamp() + r.wait_ms * 1000;
+  if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
+  if (r.wait_ms > 0) register_waiter(r);
+  PG_TRY();
+  {
+    for (;;) {
+      if (r.wait_ms > 0) ResetLatch(MyLatch);
+      MemoryContext old = MemoryContextSwitchTo(scratch);
+      uint64 got = attempt(r, rsinfo->setResult, rsinfo->setDesc, out);
+      MemoryContextSwitchTo(old);
+      MemoryContextReset(scratch);
+      if (got > 0 || r.wait_ms == 0) break;
+      long remaining = (deadline - GetCurrentTimestamp() + 999) / 1000;
+      if (remaining <= 0) break;
+      (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, remaining, PG_WAIT_EXTENSION);
+      CHECK_FOR_INTERRUPTS();
+    }
+  }
+  PG_FINALLY();
+  {
+    if (r.wait_ms > 0) unregister_waiter();
+  }
+  PG_END_TRY();
+  SPI_finish();
+  return (Datum)0;
+}
+
+}  // extern "C"

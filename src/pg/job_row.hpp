@@ -1,0 +1,20 @@
+// zizq boundary: rows of the zizq.job type (SPEC §2: every function that
+// returns a job returns one).
+#pragma once
+
+#include "pg/pg.hpp"
+
+namespace zizq::pg {
+
+// The zizq._jobs columns of a zizq.job, in the type's order, for SELECT and
+// RETURNING lists; `duplicate` is not among them.
+#define ZIZQ_JOB_COLUMNS                                                                                  \
+  "id, queue, type, payload, priority, status, ready_at, attempts, retry_limit, backoff, retention, "     \
+  "unique_key, unique_while, created_at, dequeued_at, failed_at, completed_at, lease_until, budgets"
+constexpr int kJobColumns = 19;
+
+// A zizq.job tuple from columns [first_col, first_col + 19) of SPI result
+// row `row`, formed in the current memory context.
+HeapTuple job_tuple_from_spi(uint64 row, int first_col, bool duplicate);
+
+}  // namespace zizq::pg

@@ -1,0 +1,281 @@
+// zizq shared memory: allocation and the small operations on it (see
+// shmem.hpp for what is shared and which lock protects it).
+#include "pg/shmem.hpp"
+
+#include <ctime>
+
+namespace zizq::pg {
+
+Shared *shared = nullptr;
+HTAB *budget_hash = nullptr;
+int32 *dirty_ring = nullptr;
+int64 *park_requests = nullptr;
+Offer *offers = nullptr;
+int max_offers = 0;
+Waiter *waiters = nullptr;
+uint64 *sessions = nullptr;
+
+namespace {
+
+constexpr const char *kTranche = "zizq";
+
+int offer_slots() { return ZZ_MAX(1024, 2 * guc_max_budgets); }
+
+Size fixed_size() {
+  Size size = MAXALIGN(sizeof(Shared));
+  size = add_size(size, MAXALIGN(mul_size(guc_max_budgets, sizeof(int32))));
+  size = add_size(size, MAXALIGN(mul_size(kParkRequestSlots, sizeof(int64))));
+  size = add_size(size, MAXALIGN(mul_size(offer_slots(), sizeof(Offer))));
+  size = add_size(size, MAXALIGN(mul_size(MaxBackends, sizeof(Waiter))));
+  size = add_size(size, MAXALIGN(mul_size(MaxBackends, sizeof(uint64))));
+  return size;
+}
+
+void init_shared(char *base) {
+  memset(base, 0, fixed_size());
+  shared = reinterpret_cast<Shared *>(base);
+  LWLockPadded *locks = GetNamedLWLockTranche(kTranche);
+  shared->budget_lock = &locks[0].lock;
+  shared->waiter_lock = &locks[1].lock;
+  shared->epoch = static_cast<uint32>(time(nullptr));
+  pg_atomic_init_u64(&shared->next_session, 1);
+}
+
+void carve(char *base) {
+  char *p = base + MAXALIGN(sizeof(Shared));
+  dirty_ring = reinterpret_cast<int32 *>(p);
+  p += MAXALIGN(guc_max_budgets * sizeof(int32));
+  park_requests = reinterpret_cast<int64 *>(p);
+  p += MAXALIGN(kParkRequestSlots * sizeof(int64));
+  offers = reinterpret_cast<Offer *>(p);
+  max_offers = offer_slots();
+  p += MAXALIGN(max_offers * sizeof(Offer));
+  waiters = reinterpret_cast<Waiter *>(p);
+  p += MAXALIGN(MaxBackends * sizeof(Waiter));
+  sessions = reinterpret_cast<uint64 *>(p);
+}
+
+void on_session_exit(int, Datum) {
+  if (shared == nullptr || MyProc == nullptr) return;
+  LWLockAcquire(shared->waiter_lock, LW_EXCLUSIVE);
+  bool held = sessions[MyProc->pgprocno] != 0;
+  sessions[MyProc->pgprocno] = 0;
+  waiters[MyProc->pgprocno].latch = nullptr;
+  if (held) shared->sessions_ended = true;
+  Latch *dispatcher = shared->dispatcher_latch;
+  LWLockRelease(shared->waiter_lock);
+  // The dispatcher requeues the jobs this session held (SPEC §2: within a
+  // second of the session's end).
+  if (held && dispatcher != nullptr) SetLatch(dispatcher);
+}
+
+bool waits_for(const Waiter &w, uint32 hash) {
+  if (w.all_queues) return true;
+  for (int i = 0; i < w.nqueues; ++i)
+    if (w.queues[i] == hash) return true;
+  return false;
+}
+
+}  // namespace
+
+int64_t monotonic_us() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
+TimestampTz wall_time_of(int64_t mono_us) { return GetCurrentTimestamp() + (mono_us - monotonic_us()); }
+
+void shmem_request() {
+  RequestAddinShmemSpace(add_size(fixed_size(), hash_estimate_size(guc_max_budgets, sizeof(BudgetEntry))));
+  RequestNamedLWLockTranche(kTranche, 2);
+}
+
+void shmem_startup() {
+  bool found = false;
+  LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+  char *base = static_cast<char *>(ShmemInitStruct("zizq shared state", fixed_size(), &found));
+  if (!found) init_shared(base);
+  shared = reinterpret_cast<Shared *>(base);
+  carve(base);
+  HASHCTL info;
+  memset(&info, 0, sizeof info);
+  info.keysize = sizeof(int32);
+  info.entrysize = sizeof(BudgetEntry);
+  budget_hash = ShmemInitHash("zizq budgets", guc_max_budgets, guc_max_budgets, &info,
+                              HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
+  LWLockRelease(AddinShmemInitLock);
+}
+
+void require_shared() {
+  if (shared == nullptr)
+    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                    errmsg("zizq is not loaded through shared_preload_libraries"),
+                    errhint("add zizq to shared_preload_libraries in postgresql.conf and restart the server")));
+}
+
+void reset_shared_state() {
+  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+  HASH_SEQ_STATUS scan;
+  hash_seq_init(&scan, budget_hash);
+  for (auto *b = static_cast<BudgetEntry *>(hash_seq_search(&scan)); b != nullptr;
+       b = static_cast<BudgetEntry *>(hash_seq_search(&scan)))
+    hash_search(budget_hash, &b->id, HASH_REMOVE, nullptr);
+  for (int i = 0; i < shared->offer_high; ++i) offers[i].job_id = 0;
+  shared->offer_count = shared->offer_high = 0;
+  shared->offers_full = false;
+  shared->park_count = shared->dirty_count = shared->dirty_head = 0;
+  shared->budgets_loaded = false;
+  LWLockRelease(shared->budget_lock);
+}
+
+BudgetEntry *find_budget(int32 id) {
+  return static_cast<BudgetEntry *>(hash_search(budget_hash, &id, HASH_FIND, nullptr));
+}
+
+BudgetEntry *add_budget(int32 id, const core::Policy &p) {
+  bool found = false;
+  auto *b = static_cast<BudgetEntry *>(hash_search(budget_hash, &id, HASH_ENTER_NULL, &found));
+  if (b == nullptr) return nullptr;
+  if (!found) {
+    memset(reinterpret_cast<char *>(b) + sizeof(int32), 0, sizeof(BudgetEntry) - sizeof(int32));
+    b->tokens = core::fresh_state(p, monotonic_us());
+  }
+  b->policy = p;
+  return b;
+}
+
+void remove_budget(int32 id) {
+  hash_search(budget_hash, &id, HASH_REMOVE, nullptr);
+  for (int i = 0; i < shared->offer_high; ++i)
+    if (offers[i].job_id != 0 && offers[i].line_budget == id) remove_offer(i);
+}
+
+void mark_dirty(BudgetEntry *b) {
+  if (b->dirty) return;
+  b->dirty = true;
+  int tail = (shared->dirty_head + shared->dirty_count) % guc_max_budgets;
+  dirty_ring[tail] = b->id;
+  shared->dirty_count++;
+}
+
+int32 pop_dirty() {
+  while (shared->dirty_count > 0) {
+    int32 id = dirty_ring[shared->dirty_head];
+    shared->dirty_head = (shared->dirty_head + 1) % guc_max_budgets;
+    shared->dirty_count--;
+    BudgetEntry *b = find_budget(id);
+    if (b != nullptr && b->dirty) {
+      b->dirty = false;
+      return id;
+    }
+  }
+  return 0;
+}
+
+bool request_park(int64 job_id) {
+  for (int i = 0; i < shared->park_count; ++i)
+    if (park_requests[i] == job_id) return true;
+  if (shared->park_count >= kParkRequestSlots) return false;
+  park_requests[shared->park_count++] = job_id;
+  return true;
+}
+
+int take_park_requests(int64 *out, int max) {
+  int n = ZZ_MIN(max, shared->park_count);
+  memcpy(out, park_requests, n * sizeof(int64));
+  memmove(park_requests, park_requests + n, (shared->park_count - n) * sizeof(int64));
+  shared->park_count -= n;
+  return n;
+}
+
+bool post_offer(const Offer &o) {
+  if (has_offer(o.job_id)) return true;
+  int slot = 0;
+  while (slot < max_offers && offers[slot].job_id != 0) ++slot;
+  if (slot == max_offers) {
+    shared->offers_full = true;
+    return false;
+  }
+  offers[slot] = o;
+  shared->offer_count++;
+  if (slot >= shared->offer_high) shared->offer_high = slot + 1;
+  for (int k = 0; k < o.nbindings; ++k)
+    if (BudgetEntry *b = find_budget(o.bindings[k].budget)) b->offered_cost += o.bindings[k].cost;
+  return true;
+}
+
+void remove_offer(int slot) {
+  if (offers[slot].job_id == 0) return;
+  for (int k = 0; k < offers[slot].nbindings; ++k)
+    if (BudgetEntry *b = find_budget(offers[slot].bindings[k].budget))
+      b->offered_cost = ZZ_MAX(0, b->offered_cost - offers[slot].bindings[k].cost);
+  offers[slot].job_id = 0;
+  shared->offer_count--;
+  shared->offers_full = false;
+  while (shared->offer_high > 0 && offers[shared->offer_high - 1].job_id == 0) shared->offer_high--;
+}
+
+bool has_offer(int64 job_id) {
+  for (int i = 0; i < shared->offer_high; ++i)
+    if (offers[i].job_id == job_id) return true;
+  return false;
+}
+
+uint32 queue_hash(const char *queue, int len) {
+  return hash_bytes(reinterpret_cast<const unsigned char *>(queue), len);
+}
+
+void wake_waiters(uint32 hash, int count) {
+  if (count <= 0) return;
+  LWLockAcquire(shared->waiter_lock, LW_SHARED);
+  // Start at a different slot each time so that one worker is not always the
+  // one woken while the others sleep.
+  static int start = 0;
+  start = (start + 1) % MaxBackends;
+  for (int n = 0; n < MaxBackends && count > 0; ++n) {
+    Waiter &w = waiters[(start + n) % MaxBackends];
+    if (w.latch != nullptr && waits_for(w, hash)) {
+      SetLatch(w.latch);
+      --count;
+    }
+  }
+  LWLockRelease(shared->waiter_lock);
+}
+
+void wake_all_waiters() {
+  LWLockAcquire(shared->waiter_lock, LW_SHARED);
+  for (int i = 0; i < MaxBackends; ++i)
+    if (waiters[i].latch != nullptr) SetLatch(waiters[i].latch);
+  LWLockRelease(shared->waiter_lock);
+}
+
+void wake_dispatcher() {
+  LWLockAcquire(shared->waiter_lock, LW_SHARED);
+  Latch *latch = shared->dispatcher_latch;
+  if (latch != nullptr) SetLatch(latch);
+  LWLockRelease(shared->waiter_lock);
+}
+
+void wake_dispatcher_before(TimestampTz when) {
+  LWLockAcquire(shared->waiter_lock, LW_SHARED);
+  Latch *latch = shared->dispatcher_latch;
+  TimestampTz planned = shared->dispatcher_next_wake;
+  if (latch != nullptr && (planned == 0 || when < planned)) SetLatch(latch);
+  LWLockRelease(shared->waiter_lock);
+}
+
+uint64 my_session_id() {
+  static uint64 session = 0;
+  if (session != 0) return session;
+  uint64 n = pg_atomic_fetch_add_u64(&shared->next_session, 1);
+  uint64 id = (static_cast<uint64>(shared->epoch) << 32) | (n & 0xffffffffu);
+  LWLockAcquire(shared->waiter_lock, LW_EXCLUSIVE);
+  sessions[MyProc->pgprocno] = id;
+  LWLockRelease(shared->waiter_lock);
+  before_shmem_exit(on_session_exit, 0);
+  session = id;
+  return session;
+}
+
+}  // namespace zizq::pg

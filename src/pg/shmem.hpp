@@ -1,0 +1,136 @@
+// zizq shared memory: what every backend and the dispatcher share.
+//
+//   budget_lock (exclusive to write, shared to read) protects
+//     - the budgets hash: policy, token state and parked counts per budget,
+//       sized by zizq.max_budgets (HASH_FIXED_SIZE: full = limit reached);
+//     - the dirty ring: budgets whose lines the dispatcher must re-evaluate;
+//     - the offers: parked jobs the dispatcher found affordable, waiting for
+//       a worker of their queue to take them;
+//     - the park requests: budgeted ready jobs a dequeue could not take,
+//       which the dispatcher moves into their budgets' lines.
+//   waiter_lock protects
+//     - waiters: backends blocked in dequeue(wait), with their queues;
+//     - sessions: the session id under which each backend holds jobs;
+//     - the dispatcher's latch and its next planned wake.
+//
+// Shared memory is a cache of the tables: after a crash it is re-created
+// empty and the dispatcher rebuilds it (budgets_loaded stays false until
+// then, and nothing budgeted is dispatched before).
+#pragma once
+
+#include "core/admission.hpp"
+#include "core/bindings.hpp"
+#include "core/token_bucket.hpp"
+
+#include "pg/pg.hpp"
+
+namespace zizq::pg {
+
+constexpr int kMaxWaiterQueues = 8;
+constexpr int kParkRequestSlots = 4096;
+
+struct BudgetEntry {
+  int32 id;  // hash key: zizq.budgets.id
+  core::Policy policy;
+  core::TokenState tokens;
+  // Parked jobs with this budget at each binding position. Raised before a
+  // park becomes visible and lowered after an unpark commits, so it is never
+  // below the truth: 0 means no parked job can be ahead of anyone.
+  int32 parked[core::kMaxBindings];
+  // Bumped whenever a job parks into this budget's lines: an offer made at
+  // the same version is still the head of its line.
+  uint32 park_version;
+  bool dirty;  // on the dirty ring
+  // A dequeue could not take a job of this budget: when tokens come back the
+  // dispatcher must wake the workers of starved_queue (any queue if
+  // starved_any_queue).
+  bool starved;
+  bool starved_any_queue;
+  uint32 starved_queue;
+  // Cost of the offers standing on this budget: the dispatcher offers only
+  // what the tokens can pay beyond it.
+  int64 offered_cost;
+};
+
+struct Offer {
+  int64 job_id;  // 0: free slot
+  int32 priority;
+  uint32 queue_hash;
+  int32 line_budget;      // the budget whose line it heads
+  uint32 park_version;    // that budget's version when offered
+  int32 nbindings;
+  core::Binding bindings[core::kMaxBindings];
+};
+
+struct Waiter {
+  Latch *latch;  // nullptr: not waiting
+  bool all_queues;
+  int nqueues;
+  uint32 queues[kMaxWaiterQueues];
+};
+
+struct Shared {
+  LWLock *budget_lock;
+  LWLock *waiter_lock;
+
+  // budget_lock
+  bool budgets_loaded;
+  int dirty_head;
+  int dirty_count;
+  int park_count;
+  int offer_count;
+  int offer_high;  // slots [0, offer_high) may be in use
+  bool offers_full;
+
+  // waiter_lock
+  Latch *dispatcher_latch;
+  TimestampTz dispatcher_next_wake;  // 0: awake and working, any hint must wake it
+  bool sessions_ended;
+
+  uint32 epoch;  // distinguishes session ids across restarts
+  pg_atomic_uint64 next_session;
+};
+
+extern Shared *shared;
+extern HTAB *budget_hash;
+extern int32 *dirty_ring;      // max_budgets slots
+extern int64 *park_requests;   // kParkRequestSlots
+extern Offer *offers;          // max_offers
+extern int max_offers;
+extern Waiter *waiters;        // MaxBackends, by pgprocno
+extern uint64 *sessions;       // MaxBackends, by pgprocno
+
+void shmem_request();
+void shmem_startup();
+// Errors out when the library was not preloaded (no shared memory).
+void require_shared();
+// Forgets every budget, offer and request; budgeted dispatch stops until the
+// dispatcher reloads from the tables (CREATE EXTENSION, dispatcher start).
+void reset_shared_state();
+
+// --- budgets (caller holds budget_lock as stated) ---------------------------
+BudgetEntry *find_budget(int32 id);                        // any mode
+BudgetEntry *add_budget(int32 id, const core::Policy &p);  // exclusive; nullptr when full
+void remove_budget(int32 id);                              // exclusive
+void mark_dirty(BudgetEntry *b);                           // exclusive
+int32 pop_dirty();                                         // exclusive; 0 when empty
+bool request_park(int64 job_id);                           // exclusive; false when full
+int take_park_requests(int64 *out, int max);               // exclusive
+bool post_offer(const Offer &o);                           // exclusive; false when full
+void remove_offer(int slot);                               // exclusive
+bool has_offer(int64 job_id);                              // any
+
+// --- waking -------------------------------------------------------------------
+uint32 queue_hash(const char *queue, int len);
+// Wakes up to `count` backends waiting in dequeue(wait) for this queue.
+void wake_waiters(uint32 hash, int count);
+void wake_all_waiters();
+void wake_dispatcher();
+// Wakes the dispatcher if `when` is earlier than its planned wake.
+void wake_dispatcher_before(TimestampTz when);
+
+// --- sessions -----------------------------------------------------------------
+// This backend's session id, registering it (and its exit hook) on first use.
+uint64 my_session_id();
+
+}  // namespace zizq::pg

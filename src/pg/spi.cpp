@@ -1,0 +1,86 @@
+// zizq boundary: SPI conveniences (see spi.hpp).
+#include "pg/spi.hpp"
+
+namespace zizq::pg {
+
+SPIPlanPtr prepared(SPIPlanPtr &slot, const char *sql, std::initializer_list<Oid> types) {
+  if (slot != nullptr) return slot;
+  Oid argtypes[16];
+  int n = 0;
+  for (Oid t : types) argtypes[n++] = t;
+  SPIPlanPtr plan = SPI_prepare(sql, n, argtypes);
+  if (plan == nullptr) elog(ERROR, "zizq: SPI_prepare failed (%s): %s", SPI_result_code_string(SPI_result), sql);
+  SPI_keepplan(plan);
+  slot = plan;
+  return slot;
+}
+
+uint64 run_plan(SPIPlanPtr plan, const Datum *values, const char *nulls, bool read_only, long limit) {
+  int rc = SPI_execute_plan(plan, const_cast<Datum *>(values), nulls, read_only, limit);
+  if (rc < 0) elog(ERROR, "zizq: SPI_execute_plan failed: %s", SPI_result_code_string(rc));
+  return SPI_processed;
+}
+
+Datum column(uint64 row, int col, bool *isnull) {
+  return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
+}
+
+int64 column_int64(uint64 row, int col) {
+  bool isnull = false;
+  Datum d = column(row, col, &isnull);
+  return isnull ? 0 : DatumGetInt64(d);
+}
+
+int32 column_int32(uint64 row, int col) {
+  bool isnull = false;
+  Datum d = column(row, col, &isnull);
+  return isnull ? 0 : DatumGetInt32(d);
+}
+
+bool column_bool(uint64 row, int col) {
+  bool isnull = false;
+  Datum d = column(row, col, &isnull);
+  return !isnull && DatumGetBool(d);
+}
+
+char *column_text(uint64 row, int col) {
+  bool isnull = false;
+  Datum d = column(row, col, &isnull);
+  return isnull ? nullptr : TextDatumGetCString(d);
+}
+
+Datum int4_array(const int32 *values, int n) {
+  Datum *elems = static_cast<Datum *>(palloc(sizeof(Datum) * ZZ_MAX(n, 1)));
+  for (int i = 0; i < n; ++i) elems[i] = Int32GetDatum(values[i]);
+  return PointerGetDatum(construct_array(elems, n, INT4OID, 4, true, TYPALIGN_INT));
+}
+
+Datum int8_array(const int64 *values, int n) {
+  Datum *elems = static_cast<Datum *>(palloc(sizeof(Datum) * ZZ_MAX(n, 1)));
+  for (int i = 0; i < n; ++i) elems[i] = Int64GetDatum(values[i]);
+  return PointerGetDatum(construct_array(elems, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+int array_int4(Datum array, int32 **out) {
+  ArrayType *a = DatumGetArrayTypeP(array);
+  Datum *elems;
+  bool *nulls;
+  int n;
+  deconstruct_array(a, INT4OID, 4, true, TYPALIGN_INT, &elems, &nulls, &n);
+  *out = static_cast<int32 *>(palloc(sizeof(int32) * ZZ_MAX(n, 1)));
+  for (int i = 0; i < n; ++i) (*out)[i] = nulls[i] ? 0 : DatumGetInt32(elems[i]);
+  return n;
+}
+
+int array_int8(Datum array, int64 **out) {
+  ArrayType *a = DatumGetArrayTypeP(array);
+  Datum *elems;
+  bool *nulls;
+  int n;
+  deconstruct_array(a, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &n);
+  *out = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(n, 1)));
+  for (int i = 0; i < n; ++i) (*out)[i] = nulls[i] ? 0 : DatumGetInt64(elems[i]);
+  return n;
+}
+
+}  // namespace zizq::pg

@@ -1,0 +1,295 @@
+// zizq transactional shared memory (see xact.hpp).
+#include "pg/xact.hpp"
+
+#include "core/token_bucket.hpp"
+
+#include "pg/shmem.hpp"
+
+namespace zizq::pg {
+namespace {
+
+enum class Kind : uint8 {
+  // undone on abort
+  Debit,
+  ParkedRaise,
+  BudgetCreated,
+  WakeOnAbort,
+  // done at commit
+  Release,
+  ParkedDrop,
+  Policy,
+  DropBudget,
+  ResetBudgets,
+  Dirty,
+  WakeQueue,
+  WakeDispatcher,
+  WakeDispatcherBefore,
+  Consumed,
+};
+
+struct Op {
+  Kind kind;
+  int nest;
+  int32 budget;
+  int32 value;  // cost, position or job count
+  uint32 hash;
+  TimestampTz when;
+  core::Policy policy;
+};
+
+Op *ops = nullptr;
+int nops = 0;
+int capacity = 0;
+
+void forget_all() {
+  ops = nullptr;  // its memory goes with TopTransactionContext
+  nops = 0;
+  capacity = 0;
+}
+
+Op &push(Kind kind) {
+  if (nops >= capacity) reserve_ops(1);
+  Op &op = ops[nops++];
+  op = Op{};
+  op.kind = kind;
+  op.nest = GetCurrentTransactionNestLevel();
+  return op;
+}
+
+bool is_undo_kind(Kind k) { return k <= Kind::WakeOnAbort; }
+
+bool any_parked(const BudgetEntry *b) {
+  for (int k = 0; k < core::kMaxBindings; ++k)
+    if (b->parked[k] > 0) return true;
+  return false;
+}
+
+// Undoes ops [from, nops) that were applied at once; drops the rest.
+void undo_from(int from) {
+  bool any_budget_op = false;
+  for (int i = from; i < nops; ++i) any_budget_op = any_budget_op || (is_undo_kind(ops[i].kind) && ops[i].kind != Kind::WakeOnAbort);
+  bool dirtied = false;
+  if (any_budget_op) {
+    int64 now = monotonic_us();
+    LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+    int dirty_before = shared->dirty_count;
+    for (int i = nops - 1; i >= from; --i) {
+      const Op &op = ops[i];
+      if (op.kind == Kind::BudgetCreated) {
+        remove_budget(op.budget);
+        continue;
+      }
+      BudgetEntry *b = find_budget(op.budget);
+      if (b == nullptr) continue;
+      if (op.kind == Kind::Debit) {
+        core::refund(b->policy, b->tokens, op.value, now);
+        if (any_parked(b) || b->starved) mark_dirty(b);
+      } else if (op.kind == Kind::ParkedRaise) {
+        b->parked[op.value] = ZZ_MAX(0, b->parked[op.value] - 1);
+      }
+    }
+    dirtied = shared->dirty_count > dirty_before;
+    LWLockRelease(shared->budget_lock);
+  }
+  if (dirtied) wake_dispatcher();
+  // Rows this transaction had locked are ready again: wake workers that
+  // skipped them while they were locked.
+  for (int i = from; i < nops; ++i)
+    if (ops[i].kind == Kind::WakeOnAbort) wake_waiters(ops[i].hash, ops[i].value);
+  nops = from;
+}
+
+void apply_budget_op(const Op &op, int64 now) {
+  if (op.kind == Kind::ResetBudgets) {
+    HASH_SEQ_STATUS scan;
+    hash_seq_init(&scan, budget_hash);
+    for (auto *b = static_cast<BudgetEntry *>(hash_seq_search(&scan)); b != nullptr;
+         b = static_cast<BudgetEntry *>(hash_seq_search(&scan)))
+      hash_search(budget_hash, &b->id, HASH_REMOVE, nullptr);
+    for (int i = 0; i < shared->offer_high; ++i) remove_offer(i);
+    shared->park_count = 0;
+    shared->dirty_count = 0;
+    return;
+  }
+  if (op.kind == Kind::DropBudget) {
+    remove_budget(op.budget);
+    return;
+  }
+  BudgetEntry *b = find_budget(op.budget);
+  if (b == nullptr) return;
+  switch (op.kind) {
+    case Kind::Release:
+      core::release(b->tokens, op.value);
+      if (any_parked(b) || b->starved) mark_dirty(b);
+      break;
+    case Kind::ParkedDrop:
+      b->parked[op.value] = ZZ_MAX(0, b->parked[op.value] - 1);
+      mark_dirty(b);
+      break;
+    case Kind::Policy:
+      core::change_policy(b->policy, op.policy, b->tokens, now);
+      b->policy = op.policy;
+      mark_dirty(b);
+      break;
+    case Kind::Dirty:
+      mark_dirty(b);
+      break;
+    default:
+      break;
+  }
+}
+
+void commit_all() {
+  bool budget_ops = false, wake_dispatcher_now = false;
+  TimestampTz wake_before = 0;
+  for (int i = 0; i < nops; ++i) {
+    Kind k = ops[i].kind;
+    budget_ops = budget_ops || (k >= Kind::Release && k <= Kind::Dirty);
+    wake_dispatcher_now = wake_dispatcher_now || k == Kind::WakeDispatcher;
+    if (k == Kind::WakeDispatcherBefore && (wake_before == 0 || ops[i].when < wake_before)) wake_before = ops[i].when;
+  }
+  if (budget_ops) {
+    int64 now = monotonic_us();
+    LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+    int dirty_before = shared->dirty_count;
+    for (int i = 0; i < nops; ++i) apply_budget_op(ops[i], now);
+    wake_dispatcher_now = wake_dispatcher_now || shared->dirty_count > dirty_before;
+    LWLockRelease(shared->budget_lock);
+  }
+  for (int i = 0; i < nops; ++i) {
+    if (ops[i].kind != Kind::WakeQueue) continue;
+    int count = ops[i].value;
+    for (int j = i + 1; j < nops; ++j)  // one wake per queue, summing its jobs
+      if (ops[j].kind == Kind::WakeQueue && ops[j].hash == ops[i].hash) {
+        count += ops[j].value;
+        ops[j].kind = Kind::Consumed;
+      }
+    wake_waiters(ops[i].hash, count);
+  }
+  if (wake_dispatcher_now)
+    wake_dispatcher();
+  else if (wake_before != 0)
+    wake_dispatcher_before(wake_before);
+}
+
+void on_xact(XactEvent event, void *) {
+  switch (event) {
+    case XACT_EVENT_PRE_PREPARE:
+      if (nops > 0)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("cannot PREPARE a transaction that has used zizq job or budget functions")));
+      break;
+    case XACT_EVENT_COMMIT:
+    case XACT_EVENT_PARALLEL_COMMIT:
+      if (nops > 0 && shared != nullptr) commit_all();
+      forget_all();
+      break;
+    case XACT_EVENT_ABORT:
+    case XACT_EVENT_PARALLEL_ABORT:
+      if (nops > 0 && shared != nullptr) undo_from(0);
+      forget_all();
+      break;
+    case XACT_EVENT_PREPARE:
+      forget_all();
+      break;
+    default:
+      break;
+  }
+}
+
+void on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *) {
+  if (nops == 0) return;
+  int level = GetCurrentTransactionNestLevel();
+  if (event == SUBXACT_EVENT_ABORT_SUB) {
+    int keep = 0;
+    // Ops of the aborted level and deeper sit at the end of the list.
+    while (keep < nops && ops[keep].nest < level) ++keep;
+    if (shared != nullptr) undo_from(keep);
+    nops = keep;
+  } else if (event == SUBXACT_EVENT_COMMIT_SUB) {
+    for (int i = 0; i < nops; ++i)
+      if (ops[i].nest >= level) ops[i].nest = level - 1;
+  }
+}
+
+}  // namespace
+
+void register_xact_callbacks() {
+  RegisterXactCallback(on_xact, nullptr);
+  RegisterSubXactCallback(on_subxact, nullptr);
+}
+
+void reserve_ops(int n) {
+  if (nops + n <= capacity) return;
+  int wanted = ZZ_MAX(capacity * 2, nops + n + 16);
+  if (ops == nullptr)
+    ops = static_cast<Op *>(MemoryContextAlloc(TopTransactionContext, wanted * sizeof(Op)));
+  else
+    ops = static_cast<Op *>(repalloc(ops, wanted * sizeof(Op)));
+  capacity = wanted;
+}
+
+void record_debit(int32 budget, int32 cost) {
+  Op &op = push(Kind::Debit);
+  op.budget = budget;
+  op.value = cost;
+}
+
+void refund_debit_now(int32 budget, int32 cost) {
+  for (int i = nops - 1; i >= 0; --i) {
+    if (ops[i].kind != Kind::Debit || ops[i].budget != budget || ops[i].value != cost) continue;
+    ops[i].kind = Kind::Consumed;
+    LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+    BudgetEntry *b = find_budget(budget);
+    if (b != nullptr) core::refund(b->policy, b->tokens, cost, monotonic_us());
+    LWLockRelease(shared->budget_lock);
+    return;
+  }
+}
+
+void record_parked_raise(int32 budget, int position) {
+  Op &op = push(Kind::ParkedRaise);
+  op.budget = budget;
+  op.value = position;
+}
+
+void record_budget_created(int32 budget) { push(Kind::BudgetCreated).budget = budget; }
+
+void record_wake_on_abort(uint32 hash, int jobs) {
+  Op &op = push(Kind::WakeOnAbort);
+  op.hash = hash;
+  op.value = jobs;
+}
+
+void at_commit_release(int32 budget, int32 cost) {
+  Op &op = push(Kind::Release);
+  op.budget = budget;
+  op.value = cost;
+}
+
+void at_commit_parked_drop(int32 budget, int position) {
+  Op &op = push(Kind::ParkedDrop);
+  op.budget = budget;
+  op.value = position;
+}
+
+void at_commit_policy(int32 budget, const core::Policy &policy) {
+  Op &op = push(Kind::Policy);
+  op.budget = budget;
+  op.policy = policy;
+}
+
+void at_commit_drop_budget(int32 budget) { push(Kind::DropBudget).budget = budget; }
+void at_commit_reset_budgets() { push(Kind::ResetBudgets); }
+void at_commit_dirty(int32 budget) { push(Kind::Dirty).budget = budget; }
+
+void at_commit_wake_queue(uint32 queue_hash, int jobs) {
+  Op &op = push(Kind::WakeQueue);
+  op.hash = queue_hash;
+  op.value = jobs;
+}
+
+void at_commit_wake_dispatcher() { push(Kind::WakeDispatcher); }
+void at_commit_wake_dispatcher_before(TimestampTz when) { push(Kind::WakeDispatcherBefore).when = when; }
+
+}  // namespace zizq::pg

@@ -1,0 +1,50 @@
+// zizq transactional shared memory.
+//
+// Shared memory is not MVCC, so every change that mirrors a table change is
+// recorded here and settled by the transaction's outcome:
+//   - done now, undone on (sub)transaction abort: token debits of a dequeue,
+//     parked-count raises, budgets created in shared memory;
+//   - done at commit only: releases of in-flight cost, parked-count drops,
+//     policy changes, budget removals, wake-ups of workers and dispatcher.
+// So the shared state is always conservative: a limit is never exceeded by a
+// transaction that has not committed, and nothing is released early.
+//
+// The records live in TopTransactionContext. Callers reserve space before
+// changing shared memory (reserve_ops), so that recording never fails after
+// the change is made.
+#pragma once
+
+#include "core/policy.hpp"
+
+#include "pg/pg.hpp"
+
+namespace zizq::pg {
+
+void register_xact_callbacks();
+
+// Ensures the next `n` record_* calls cannot fail (allocates now).
+void reserve_ops(int n);
+
+// Done now; undone on abort.
+void record_debit(int32 budget, int32 cost);
+// Refunds a recorded debit now (the job it paid for went to another worker)
+// and forgets the record.
+void refund_debit_now(int32 budget, int32 cost);
+void record_parked_raise(int32 budget, int position);
+void record_budget_created(int32 budget);
+// Rows locked by this transaction become ready again if it aborts: wake
+// workers that skipped them meanwhile.
+void record_wake_on_abort(uint32 queue_hash, int jobs);
+
+// Done at commit.
+void at_commit_release(int32 budget, int32 cost);
+void at_commit_parked_drop(int32 budget, int position);
+void at_commit_policy(int32 budget, const core::Policy &policy);
+void at_commit_drop_budget(int32 budget);
+void at_commit_reset_budgets();
+void at_commit_dirty(int32 budget);
+void at_commit_wake_queue(uint32 queue_hash, int jobs);
+void at_commit_wake_dispatcher();
+void at_commit_wake_dispatcher_before(TimestampTz when);
+
+}  // namespace zizq::pg
