@@ -33,6 +33,9 @@ PG_CONFIG ?= /usr/lib/postgresql/15/bin/pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS tracks no header dependencies: rebuild everything when a header changes.
+$(OBJS): $(wildcard src/*/*.hpp)
+
 # The JIT bitcode of each .cpp is built by clang with BITCODE_CXXFLAGS only.
 BITCODE_CXXFLAGS += -std=c++17 -Wno-register -I$(srcdir)/src
 

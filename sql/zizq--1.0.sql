@@ -257,7 +257,7 @@ CREATE FUNCTION zizq.enqueue(
 
 CREATE FUNCTION zizq.enqueue_many(jobs jsonb)
   RETURNS SETOF zizq.job
-  LANGUAGE c VOLATILE STRICT SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+  LANGUAGE c VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
   AS 'MODULE_PATHNAME', 'zizq_enqueue_many';
 
 CREATE FUNCTION zizq.dequeue(
@@ -294,6 +294,10 @@ CREATE FUNCTION zizq._job_patch(patch jsonb, backoff jsonb, retention jsonb,
   LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'zizq_job_patch';
 CREATE FUNCTION zizq._wake_dispatcher() RETURNS void
   LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_wake_dispatcher';
+CREATE FUNCTION zizq._wake_dispatcher_at(at timestamptz) RETURNS void
+  LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_wake_dispatcher_at';
+CREATE FUNCTION zizq._offered(id bigint) RETURNS boolean
+  LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'zizq_offered';
 CREATE FUNCTION zizq._policy(key text, allocation integer, strategy text, duration_ms bigint, burst integer)
   RETURNS jsonb LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'zizq_policy';
 CREATE FUNCTION zizq._policy_patch(key text, current jsonb, patch jsonb)
@@ -317,6 +321,11 @@ CREATE FUNCTION zizq._budget_live(
   RETURNS SETOF record LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_budget_live';
 CREATE FUNCTION zizq._due_at(budget_id integer, cost integer) RETURNS timestamptz
   LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_due_at';
+
+CREATE FUNCTION zizq.dispatcher_state(
+    OUT running boolean, OUT budgets_loaded boolean, OUT budgets bigint, OUT offers integer,
+    OUT park_requests integer, OUT dirty_budgets integer, OUT waiting_workers integer, OUT next_wake timestamptz)
+  LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_dispatcher_state';
 
 CREATE VIEW zizq.budget_state AS
   SELECT b.key, b.strategy, b.allocation,
@@ -393,9 +402,7 @@ BEGIN
     unique_hold = CASE WHEN next_status = 'dead' AND t.unique_while <> 'exists' THEN NULL ELSE t.unique_hold END
   WHERE t.id = j.id
   RETURNING * INTO j;
-  IF next_status = 'scheduled' THEN
-    PERFORM zizq._wake_dispatcher();
-  END IF;
+  PERFORM zizq._wake_dispatcher_at(CASE next_status WHEN 'scheduled' THEN j.ready_at WHEN 'dead' THEN j.purge_at END);
   RETURN zizq._as_job(j);
 END
 $$;
@@ -523,7 +530,7 @@ BEGIN
   WHERE t.id = j.id
   RETURNING * INTO j;
   IF j.status = 'scheduled' THEN
-    PERFORM zizq._wake_dispatcher();
+    PERFORM zizq._wake_dispatcher_at(j.ready_at);
   END IF;
   RETURN j;
 END
@@ -872,6 +879,18 @@ BEGIN
   IF ids IS NULL THEN
     RAISE EXCEPTION 'ids must not be NULL' USING ERRCODE = '22023';
   END IF;
+  IF op IN ('bind', 'rebind', 'set_cost') THEN
+    -- The budget and the cost are refused up front, whatever jobs match.
+    IF cost IS NULL OR cost < 1 THEN
+      RAISE EXCEPTION 'cost for budget "%" must be at least 1, not %', key, COALESCE(cost::text, 'NULL')
+        USING ERRCODE = '22023';
+    END IF;
+    PERFORM zizq._bindings(jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
+              'key', key, 'cost', cost, 'create_with', CASE WHEN op <> 'set_cost' THEN create_with END))),
+            CASE WHEN strict THEN format('job %s', ids[1]) ELSE 'the jobs' END);
+  ELSIF op = 'replace' THEN
+    PERFORM zizq._bindings(replacement, 'the jobs');
+  END IF;
   FOR j IN SELECT * FROM zizq._jobs t WHERE t.id = ANY (ids) ORDER BY t.id FOR UPDATE LOOP
     IF j.status IN ('completed', 'dead') THEN
       IF strict THEN
@@ -1054,7 +1073,11 @@ BEGIN
       END IF;
     END LOOP;
     r.budgets := detail;
-    IF r.budget IS NULL AND holder IS NULL THEN
+    IF j.parked AND zizq._offered(j.id) THEN
+      r.runnable := true;
+      r.budget := NULL;
+      r.reason := 'ready: offered by the dispatcher; the next dequeue of its queue takes it';
+    ELSIF r.budget IS NULL AND holder IS NULL THEN
       r.runnable := true;
       r.reason := 'ready: every budget can pay; the next dequeue of its queue takes it';
     ELSIF r.budget IS NOT NULL THEN
@@ -1106,9 +1129,12 @@ GRANT EXECUTE ON FUNCTION zizq.update_job(bigint, jsonb), zizq.update_jobs(bigin
                           zizq.set_budget_cost(bigint, text, integer), zizq.set_budget_cost(bigint[], text, integer),
                           zizq.unbind_budget(bigint, text), zizq.unbind_budget(bigint[], text),
                           zizq.unbind_all_budgets(bigint), zizq.unbind_all_budgets(bigint[]),
-                          zizq.replace_budgets(bigint, jsonb), zizq.replace_budgets(bigint[], jsonb)
+                          zizq.replace_budgets(bigint, jsonb), zizq.replace_budgets(bigint[], jsonb),
+                          zizq.dispatcher_state()
   TO zizq_admin;
 GRANT SELECT ON zizq.queues, zizq.budget_state, zizq.budgets TO zizq_admin;
+-- Views run their functions with the reader's rights.
+GRANT EXECUTE ON FUNCTION zizq._budget_live() TO zizq_admin;
 
 -- The dispatcher waits for this extension; wake it now rather than later.
 SELECT zizq._wake_dispatcher();

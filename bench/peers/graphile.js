@@ -11,7 +11,7 @@
 
 import { Logger, makeWorkerUtils, run, runMigrations } from "graphile-worker";
 import {
-  ConcurrencyGauge, analyzeSchema, boolOpt, dropSchema, emit, hr, inChunks, latencySummary, log, numOpt,
+  ConcurrencyGauge, analyzeSchema, boolOpt, dropSchema, hr, inChunks, latencySummary, log, numOpt,
   parseArgs, perSecondStats, pkgVersion, produceCount, produceUntil, round, runMain, secondsSince,
   serverVersion, sleep, waitUntilEmpty, wallMs,
 } from "./common.js";
@@ -192,12 +192,10 @@ async function steady() {
   const callLat = []; // start - wall time taken just before the addJob() call (in payload)
   let windowEndWall = Infinity;
   let completedInWindow = 0;
-  let startedTotal = 0;
 
   const taskList = {
     [TASK]: async (payload, helpers) => {
       const t = wallMs();
-      startedTotal++;
       if (t <= windowEndWall) {
         startAt.set(helpers.job.id, t);
         callLat.push(t - payload.t_call);
@@ -293,7 +291,7 @@ async function limited() {
       n, limit, workers: concurrency, job_ms: jobMs,
       seconds: round(seconds), jobs_per_s: round(n / seconds, 1),
       ideal_jobs_per_s: round((limit * 1000) / jobMs, 1),
-      max_concurrency: gauge.max, per_second_sd: per.sd,
+      max_concurrency: gauge.max, limit_respected: gauge.max <= limit, per_second_sd: per.sd,
     };
   } finally {
     await runner.stop();

@@ -307,7 +307,7 @@ async function limited() {
       n, limit, workers, batch_size: batchSize, job_ms: jobMs,
       seconds: round(seconds), jobs_per_s: round(n / seconds, 1),
       ideal_jobs_per_s: round((limit * 1000) / jobMs, 1),
-      max_concurrency: gauge.max, per_second_sd: per.sd,
+      max_concurrency: gauge.max, limit_respected: gauge.max <= limit, per_second_sd: per.sd,
     };
   } finally {
     await boss.stop({ graceful: true, close: true });

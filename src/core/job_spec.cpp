@@ -75,7 +75,8 @@ void check_job_field_type(JobField f, json::Type actual, const std::string &cont
     return;
   }
   if (actual != fi.type)
-    invalid(context + "." + fi.name + " must be a " + type_name(fi.type) + ", not " + type_name(actual));
+    invalid(context + "." + fi.name + " must be " + (fi.type == json::Type::Array || fi.type == json::Type::Object ? "an " : "a ") +
+            type_name(fi.type) + ", not " + type_name(actual));
 }
 
 void check_priority(int64_t priority, const std::string &what) {

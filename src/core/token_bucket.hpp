@@ -25,11 +25,15 @@
 namespace zizq::core {
 
 using Units = __int128;
+// The same, stored with 8-byte alignment: PostgreSQL's allocators (palloc,
+// shared memory, dynahash) align to 8, and an __int128 field would otherwise
+// be accessed with 16-byte-aligned instructions.
+typedef __int128 StoredUnits __attribute__((aligned(8)));
 
 // Plain data: lives in shared memory as it is.
 struct TokenState {
   int64_t in_flight = 0;  // cost of jobs now in flight (all strategies)
-  Units units = 0;        // time_based: tokens * duration_us
+  StoredUnits units = 0;  // time_based: tokens * duration_us
   int64_t settled_us = 0; // time_based: instant `units` refers to
 };
 

@@ -525,6 +525,7 @@ Datum zizq_enqueue(PG_FUNCTION_ARGS) {
 
 PG_FUNCTION_INFO_V1(zizq_enqueue_many);
 Datum zizq_enqueue_many(PG_FUNCTION_ARGS) {
+  if (PG_ARGISNULL(0)) refuse_null("jobs");
   Jsonb *array = PG_GETARG_JSONB_P(0);
   ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
   InitMaterializedSRF(fcinfo, 0);

@@ -177,6 +177,52 @@ Datum zizq_job_patch(PG_FUNCTION_ARGS) {
   PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }
 
+// What the dispatcher is doing, for operators and tests: whether it runs,
+// whether budgets are loaded into shared memory, the offers standing, the
+// budgeted jobs waiting to be parked, and when it plans to wake next.
+PG_FUNCTION_INFO_V1(zizq_dispatcher_state);
+Datum zizq_dispatcher_state(PG_FUNCTION_ARGS) {
+  require_shared();
+  LWLockAcquire(shared->waiter_lock, LW_SHARED);
+  bool running = shared->dispatcher_latch != nullptr;
+  TimestampTz next_wake = shared->dispatcher_next_wake;
+  int waiting = 0;
+  for (int i = 0; i < MaxBackends; ++i) waiting += waiters[i].latch != nullptr;
+  LWLockRelease(shared->waiter_lock);
+  LWLockAcquire(shared->budget_lock, LW_SHARED);
+  bool loaded = shared->budgets_loaded;
+  int offer_count = shared->offer_count, park_requests = shared->park_count, dirty = shared->dirty_count;
+  long budgets = hash_get_num_entries(budget_hash);
+  LWLockRelease(shared->budget_lock);
+  TupleDesc desc;
+  if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE) elog(ERROR, "record type expected");
+  desc = BlessTupleDesc(desc);
+  Datum values[8] = {BoolGetDatum(running), BoolGetDatum(loaded), Int64GetDatum(budgets), Int32GetDatum(offer_count),
+                     Int32GetDatum(park_requests), Int32GetDatum(dirty), Int32GetDatum(waiting),
+                     TimestampTzGetDatum(next_wake)};
+  bool nulls[8] = {false, false, false, false, false, false, false, !running || next_wake == 0};
+  PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
+
+// Asks the dispatcher, at commit, to be awake by `when` (a retry's ready_at,
+// a dead job's purge time).
+PG_FUNCTION_INFO_V1(zizq_wake_dispatcher_at);
+Datum zizq_wake_dispatcher_at(PG_FUNCTION_ARGS) {
+  if (shared != nullptr && !PG_ARGISNULL(0)) at_commit_wake_dispatcher_before(PG_GETARG_TIMESTAMPTZ(0));
+  PG_RETURN_VOID();
+}
+
+// Whether the dispatcher has offered this parked job to the next dequeue of
+// its queue.
+PG_FUNCTION_INFO_V1(zizq_offered);
+Datum zizq_offered(PG_FUNCTION_ARGS) {
+  require_shared();
+  LWLockAcquire(shared->budget_lock, LW_SHARED);
+  bool offered = has_offer(PG_GETARG_INT64(0));
+  LWLockRelease(shared->budget_lock);
+  PG_RETURN_BOOL(offered);
+}
+
 PG_FUNCTION_INFO_V1(zizq_wake_dispatcher);
 Datum zizq_wake_dispatcher(PG_FUNCTION_ARGS) {
   if (shared != nullptr) at_commit_wake_dispatcher();

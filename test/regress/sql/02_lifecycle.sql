@@ -1,0 +1,116 @@
+-- fail, retries, backoff, dead jobs, errors per attempt, heartbeat, leases,
+-- release, update, delete, reset and unique jobs (SPEC §2).
+\i test/regress/sql/helpers.psql
+
+-- fail with the default backoff: scheduled 16..46 s later (attempt 1).
+SELECT id FROM zizq.enqueue('q', 't');
+SELECT id FROM zizq.dequeue();
+SELECT id, status, attempts, failed_at IS NOT NULL AS failed,
+       ready_at - failed_at BETWEEN interval '16 s' AND interval '46 s' AS backoff_in_range
+  FROM zizq.fail(1, 'boom', 'RuntimeError', 'trace line 1');
+SELECT zizq.fail(1) IS NULL AS not_in_flight_answers_null;
+SELECT attempt, message, error_type, backtrace FROM zizq.job_errors(1);
+
+-- A flat backoff, then an explicit retry_at (always reschedules), then kill.
+SELECT id FROM zizq.enqueue('q', 't', backoff => '{"base_ms": 1000, "exponent": 0, "jitter_ms": 0}', retry_limit => 5);
+SELECT id FROM zizq.dequeue(ARRAY['q']);
+SELECT status, attempts, round(extract(epoch FROM ready_at - failed_at)::numeric, 1) AS delay_s
+  FROM zizq.fail(2, 'first');
+UPDATE zizq._jobs SET ready_at = now() WHERE id = 2;  -- skip the wait (test only)
+SELECT pg_temp.wait_for($$(SELECT status = 'ready' FROM zizq.jobs WHERE id = 2)$$) AS promoted_by_dispatcher;
+SELECT id FROM zizq.dequeue(ARRAY['q']);
+SELECT status, attempts, ready_at = '2999-01-01'::timestamptz AS at_retry_at
+  FROM zizq.fail(2, 'second', retry_at => '2999-01-01');
+UPDATE zizq._jobs SET ready_at = now(), status = 'ready' WHERE id = 2;
+SELECT id FROM zizq.dequeue(ARRAY['q']);
+SELECT status, attempts FROM zizq.fail(2, 'third', kill => true);
+SELECT purge_at > now() + interval '6 days' AS kept_a_week FROM zizq._jobs WHERE id = 2;
+SELECT attempt, message FROM zizq.job_errors(2);
+
+-- retry_limit: with 1, the second failure is fatal.
+SELECT id FROM zizq.enqueue('q', 't', retry_limit => 1);
+SELECT id FROM zizq.dequeue(ARRAY['q']);
+SELECT status, attempts FROM zizq.fail(3);
+UPDATE zizq._jobs SET ready_at = now(), status = 'ready' WHERE id = 3;
+SELECT id FROM zizq.dequeue(ARRAY['q']);
+SELECT status, attempts FROM zizq.fail(3);
+-- retry_limit 0: the first failure is fatal; a retry_at still reschedules.
+SELECT id FROM zizq.enqueue('q', 't', retry_limit => 0);
+SELECT id FROM zizq.dequeue(ARRAY['q']);
+SELECT status FROM zizq.fail(4, retry_at => now() + interval '1 hour');
+
+-- Leases: heartbeat extends them; an expired lease puts the job back.
+SELECT id FROM zizq.enqueue('leased', 't');
+SELECT id, lease_until > clock_timestamp() AS leased FROM zizq.dequeue(ARRAY['leased'], lease => '1 hour');
+SELECT zizq.heartbeat(ARRAY[5, 999], '2 hours') AS not_in_flight;
+SELECT lease_until > clock_timestamp() + interval '90 minutes' AS extended FROM zizq.jobs WHERE id = 5;
+SELECT zizq.heartbeat(ARRAY[5]) AS not_in_flight;  -- renews by the job's own lease: 2 hours now
+SELECT lease_until > clock_timestamp() + interval '90 minutes' AS renewed_for_2h FROM zizq.jobs WHERE id = 5;
+UPDATE zizq._jobs SET lease_until = clock_timestamp() WHERE id = 5;  -- let it run out
+SELECT zizq._wake_dispatcher();
+SELECT pg_temp.wait_for($$(SELECT status = 'ready' FROM zizq.jobs WHERE id = 5)$$) AS expired_lease_requeued;
+SELECT attempts, lease_until FROM zizq.jobs WHERE id = 5;
+SELECT zizq.complete(5) AS complete_after_expiry;
+
+-- release hands jobs back unprocessed.
+SELECT id FROM zizq.dequeue(ARRAY['leased']);
+SELECT zizq.release(ARRAY[5, 998]) AS not_in_flight;
+SELECT status, attempts FROM zizq.jobs WHERE id = 5;
+
+-- update_job: a merge patch of the queued job.
+SELECT id, queue, priority, status, retry_limit, backoff
+  FROM zizq.update_job(5, '{"queue": "elsewhere", "priority": 7, "retry_limit": 9,
+                            "backoff": {"base_ms": 5}}');
+SELECT backoff FROM zizq.update_job(5, '{"backoff": {"exponent": 2}}');
+SELECT backoff, retry_limit FROM zizq.update_job(5, '{"backoff": null, "retry_limit": null}');
+SELECT status FROM zizq.update_job(5, '{"ready_at": "2999-01-01T00:00:00Z"}');
+SELECT status FROM zizq.update_job(5, '{"ready_at": null}');
+SELECT retention FROM zizq.update_job(5, '{"retention": {"dead_ms": 1000}}');
+SELECT zizq.update_jobs(ARRAY[5, 3, 4, 12345], '{"priority": 1}') AS patched;  -- 3 is dead
+SELECT id, priority FROM zizq.jobs WHERE id IN (3, 4, 5) ORDER BY id;
+
+-- delete_job works in any status; a deleted in-flight job's complete answers false.
+SELECT id FROM zizq.enqueue('q', 'd');
+SELECT id FROM zizq.dequeue(ARRAY['q']);
+SELECT id, status FROM zizq.delete_job(6);
+SELECT zizq.complete(6) AS complete_after_delete;
+SELECT pg_temp.try('SELECT zizq.delete_job(6)');
+SELECT count(*) AS errors_of_2 FROM zizq.job_errors(2);
+SELECT zizq.delete_jobs(ARRAY[2, 3, 12345]) AS deleted;
+SELECT count(*) AS errors_gone FROM zizq._job_errors WHERE job_id IN (2, 3);
+
+-- Unique jobs: a duplicate returns the existing job, no error.
+SELECT id, duplicate FROM zizq.enqueue('u', 't', unique_key => 'k1');
+SELECT id, duplicate FROM zizq.enqueue('u', 't', unique_key => 'k1');
+SELECT id, duplicate FROM zizq.enqueue_many('[{"queue": "u", "type": "t", "unique_key": "k2"},
+                                              {"queue": "u", "type": "t", "unique_key": "k1"},
+                                              {"queue": "u", "type": "t", "unique_key": "k2"},
+                                              {"queue": "u", "type": "t"}]');
+-- 'queued': the key is free again once the job is in flight.
+SELECT id FROM zizq.dequeue(ARRAY['u']);
+SELECT id, duplicate FROM zizq.enqueue('u', 't', unique_key => 'k1');
+-- 'active': held while in flight too, released at completion.
+SELECT id AS active_id FROM zizq.enqueue('ua', 't', unique_key => 'k3', unique_while => 'active') \gset
+SELECT id = :active_id AS taken FROM zizq.dequeue(ARRAY['ua']);
+SELECT id = :active_id AS same_job, duplicate FROM zizq.enqueue('ua', 't', unique_key => 'k3');
+SELECT zizq.complete(:active_id);
+SELECT id = :active_id AS same_job, duplicate FROM zizq.enqueue('ua', 't', unique_key => 'k3');
+-- 'exists': held until the job is purged, even once completed (when retained).
+SELECT id AS exists_id FROM zizq.enqueue('ue', 't', unique_key => 'k4', unique_while => 'exists',
+                                         retention => '{"completed_ms": 3600000}') \gset
+SELECT id = :exists_id AS taken FROM zizq.dequeue(ARRAY['ue']);
+SELECT zizq.complete(:exists_id);
+SELECT id = :exists_id AS same_job, status, duplicate FROM zizq.enqueue('ue', 't', unique_key => 'k4');
+
+-- explain_job for the statuses a job can be in.
+SELECT status, runnable, reason LIKE 'completed: terminal since %' AS terminal FROM zizq.explain_job(:exists_id);
+SELECT status, runnable, reason FROM zizq.explain_job(5);
+SELECT status, runnable, reason LIKE 'scheduled: becomes ready at %' AS scheduled FROM zizq.explain_job(4);
+SELECT id FROM zizq.dequeue(ARRAY['elsewhere']);
+SELECT status, runnable, reason LIKE 'in flight since % (held by its session)' AS in_flight FROM zizq.explain_job(5);
+SELECT pg_temp.try('SELECT zizq.explain_job(424242)');
+
+-- reset removes every job and budget.
+SELECT key FROM zizq.define_budget('b', 1, 'while_in_flight');
+SELECT zizq.reset();
+SELECT (SELECT count(*) FROM zizq.jobs) AS jobs, (SELECT count(*) FROM zizq.list_budgets()) AS budgets;

@@ -1,0 +1,99 @@
+-- Binding jobs to budgets: at enqueue (create_with), on one job and in bulk
+-- (SPEC §3 "Binding jobs").
+\i test/regress/sql/helpers.psql
+
+SELECT key FROM zizq.define_budget('emails', 10, 'while_in_flight');
+SELECT key FROM zizq.define_budget('stripe', 3, 'while_in_flight');
+
+-- At enqueue; create_with creates the budget with the job, the stored policy
+-- is authoritative once it exists, and the first definition in a call wins.
+SELECT id, budgets FROM zizq.enqueue('mail', 'send', budgets => '[{"key": "emails"}, {"key": "stripe", "cost": 2}]');
+SELECT id, budgets FROM zizq.enqueue('mail', 'send', budgets =>
+  '[{"key": "lazy", "cost": 2, "create_with": {"allocation": 4, "strategy": {"type": "time_based", "duration_ms": 1000}}}]');
+SELECT key, allocation, strategy, duration_ms FROM zizq.get_budget('lazy');
+SELECT id, budgets FROM zizq.enqueue('mail', 'send', budgets =>
+  '[{"key": "lazy", "create_with": {"allocation": 99, "strategy": {"type": "while_in_flight"}}}]');
+SELECT allocation, strategy FROM zizq.get_budget('lazy');
+SELECT id, budgets FROM zizq.enqueue_many('[
+  {"queue": "mail", "type": "a", "budgets": [{"key": "first", "create_with": {"allocation": 2, "strategy": {"type": "while_in_flight"}}}]},
+  {"queue": "mail", "type": "b", "budgets": [{"key": "first", "create_with": {"allocation": 7, "strategy": {"type": "while_in_flight"}}}]}]');
+SELECT allocation FROM zizq.get_budget('first');
+-- create_with is not stored on the job.
+SELECT budgets FROM zizq.get_job(2);
+
+-- Refusals at enqueue: nothing created, nothing enqueued.
+SELECT count(*) AS jobs_before FROM zizq.jobs;
+SELECT pg_temp.try(sql) FROM (VALUES
+  ($$SELECT zizq.enqueue('mail', 's', budgets => '[{"key": "ghost"}]')$$),
+  ($$SELECT zizq.enqueue('mail', 's', budgets => '[{"key": "emails"}, {"key": "emails"}]')$$),
+  ($$SELECT zizq.enqueue('mail', 's', budgets => '[{"key": "stripe", "cost": 4}]')$$),
+  ($$SELECT zizq.enqueue('mail', 's', budgets => '[{"key": "stripe", "cost": 0}]')$$),
+  ($$SELECT zizq.enqueue('mail', 's', budgets => '[{"key": "new", "cost": 3, "create_with": {"allocation": 2, "strategy": {"type": "while_in_flight"}}}]')$$),
+  ($$SELECT zizq.enqueue('mail', 's', budgets => '[{"key": "new", "create_with": {"allocation": 2, "strategy": {"type": "while_in_flight", "burst": 1}}}]')$$),
+  ($$SELECT zizq.enqueue('mail', 's', budgets => '[{"key": "new", "create_with": {"allocation": 2}}]')$$),
+  ($$SELECT zizq.enqueue('mail', 's', budgets => '[{"key": "new", "create_with": {"allocation": 2, "strategy": {"type": "while_in_flight"}}}, {"key": "ghost"}]')$$),
+  ($$SELECT zizq.enqueue('mail', 's', budgets => '[{"key": "a"}, {"key": "b"}, {"key": "c"}, {"key": "d"}, {"key": "e"}]')$$),
+  ($$SELECT zizq.enqueue_many('[{"queue": "m", "type": "t", "budgets": [{"key": "emails"}]}, {"queue": "m", "type": "t", "budgets": [{"key": "stripe", "cost": 9}]}]')$$)
+) AS t(sql);
+SELECT count(*) AS jobs_after FROM zizq.jobs;
+SELECT count(*) AS budget_new_absent FROM zizq.budgets WHERE key = 'new';
+
+-- One job: bind, rebind, set_budget_cost, unbind, unbind_all, replace.
+SELECT id FROM zizq.enqueue('mail', 'one') \gset
+SELECT budgets FROM zizq.bind_budget(:id, 'emails');
+SELECT pg_temp.try(format($$SELECT zizq.bind_budget(%s, 'emails')$$, :id));
+SELECT budgets FROM zizq.bind_budget(:id, 'stripe', 2);
+SELECT budgets FROM zizq.rebind_budget(:id, 'stripe', 3);
+SELECT budgets FROM zizq.rebind_budget(:id, 'fresh', 1, '{"allocation": 5, "strategy": {"type": "while_in_flight"}}');
+SELECT budgets FROM zizq.set_budget_cost(:id, 'emails', 4);
+SELECT pg_temp.try(format($$SELECT zizq.set_budget_cost(%s, 'first', 1)$$, :id));
+SELECT pg_temp.try(format($$SELECT zizq.set_budget_cost(%s, 'stripe', 4)$$, :id));
+SELECT pg_temp.try(format($$SELECT zizq.set_budget_cost(%s, 'stripe', 0)$$, :id));
+SELECT pg_temp.try(format($$SELECT zizq.bind_budget(%s, 'ghost')$$, :id));
+SELECT pg_temp.try(format($$SELECT zizq.bind_budget(%s, 'a', 1, '{"allocation": 1, "strategy": {"type": "while_in_flight"}}')$$, :id));
+SELECT budgets FROM zizq.get_job(:id);
+SELECT budgets FROM zizq.unbind_budget(:id, 'fresh');
+SELECT budgets FROM zizq.unbind_budget(:id, 'not-bound');
+SELECT budgets FROM zizq.replace_budgets(:id, '[{"key": "emails", "cost": 2}]');
+SELECT budgets FROM zizq.unbind_all_budgets(:id);
+SELECT budgets FROM zizq.replace_budgets(:id, '[{"key": "stripe"}]');
+SELECT budgets FROM zizq.replace_budgets(:id, '[]');
+SELECT pg_temp.try(sql) FROM (VALUES
+  ($$SELECT zizq.bind_budget(424242, 'emails')$$),
+  ($$SELECT zizq.unbind_all_budgets(424242)$$),
+  ($$SELECT zizq.replace_budgets(1, NULL)$$),
+  ($$SELECT zizq.replace_budgets(1, '{"key": "emails"}')$$),
+  ($$SELECT zizq.bind_budget(1, NULL)$$),
+  ($$SELECT zizq.bind_budget(1, 'bad*key')$$)
+) AS t(sql);
+
+-- In flight and terminal jobs cannot change (55000).
+SELECT id AS flying FROM zizq.enqueue('fly', 't', budgets => '[{"key": "emails"}]') \gset
+SELECT id FROM zizq.dequeue(ARRAY['fly']);
+SELECT pg_temp.try(format($$SELECT zizq.unbind_budget(%s, 'emails')$$, :flying));
+SELECT budgets FROM zizq.unbind_budget(:flying, 'not-bound');  -- no change asked: no refusal
+SELECT zizq.complete(:flying);
+
+-- Bulk: {"changed": n, "blocked": [in-flight ids that would have changed]}.
+SELECT array_agg(id ORDER BY id) AS batch FROM zizq.enqueue_many('[
+  {"queue": "bulk", "type": "t"},
+  {"queue": "bulk", "type": "t", "budgets": [{"key": "stripe"}]},
+  {"queue": "bulk", "type": "t", "budgets": [{"key": "emails"}]},
+  {"queue": "bulk", "type": "t", "budgets": [{"key": "emails"}]}]') \gset
+SELECT id AS inflight FROM zizq.dequeue(ARRAY['bulk']) \gset
+SELECT zizq.bind_budget(:'batch'::bigint[], 'emails');
+SELECT zizq.bind_budget(:'batch'::bigint[], 'stripe', 2);
+SELECT zizq.set_budget_cost(:'batch'::bigint[], 'stripe', 3);
+SELECT zizq.rebind_budget(:'batch'::bigint[], 'emails', 2);
+SELECT zizq.unbind_budget(:'batch'::bigint[], 'stripe');
+SELECT id, budgets FROM zizq.jobs WHERE id = ANY (:'batch'::bigint[]) ORDER BY id;
+SELECT zizq.replace_budgets(:'batch'::bigint[], '[{"key": "first"}]');
+SELECT zizq.unbind_all_budgets(:'batch'::bigint[]);
+SELECT pg_temp.try(format($$SELECT zizq.set_budget_cost(%L::bigint[], 'stripe', 4)$$, :'batch'));
+SELECT zizq.bind_budget(ARRAY(SELECT id FROM zizq.jobs WHERE queue = 'nothing'), 'emails') AS empty_selection;
+
+-- Filtering jobs by budget key uses the index.
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT id FROM zizq.jobs WHERE budgets @> '[{"key": "emails"}]';
+RESET enable_seqscan;
+SELECT id FROM zizq.jobs WHERE budgets @> '[{"key": "emails"}]' ORDER BY id;

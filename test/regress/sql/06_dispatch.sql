@@ -1,0 +1,139 @@
+-- Dispatch with budgets: debits at hand-off, parking, order, releases,
+-- rollbacks, explain_job and budget_state (SPEC §3).
+\i test/regress/sql/helpers.psql
+
+-- A while_in_flight budget of 2: two run, the third waits in the database.
+SELECT key FROM zizq.define_budget('conc', 2, 'while_in_flight');
+SELECT count(*) FROM zizq.enqueue_many('[
+  {"queue": "c", "type": "t", "budgets": [{"key": "conc"}]},
+  {"queue": "c", "type": "t", "budgets": [{"key": "conc"}]},
+  {"queue": "c", "type": "t", "budgets": [{"key": "conc"}]},
+  {"queue": "c", "type": "free"}]');
+SELECT id, type FROM zizq.dequeue(ARRAY['c'], 10);
+SELECT key, tokens, in_flight_cost, debt, parked_jobs FROM zizq.budget_state;
+SELECT status, runnable, reason, budget, tokens, cost, next_run_at FROM zizq.explain_job(3);
+SELECT count(*) AS nothing_dispatchable FROM zizq.dequeue(ARRAY['c'], 10);
+-- A completion gives the token back; the parked job is offered and runs.
+SELECT zizq.complete(1);
+SELECT pg_temp.wait_for($$zizq._offered(3)$$) AS offered;
+SELECT runnable, reason FROM zizq.explain_job(3);
+SELECT id FROM zizq.dequeue(ARRAY['c'], 10);
+SELECT key, tokens, in_flight_cost, parked_jobs FROM zizq.budget_state;
+
+-- Every exit from in_flight releases: fail (retry and dead), release, delete.
+SELECT status FROM zizq.fail(2, retry_at => '2999-01-01');
+SELECT in_flight_cost FROM zizq.budget_state;
+SELECT zizq.release(ARRAY[3]);
+SELECT in_flight_cost FROM zizq.budget_state;
+SELECT id FROM zizq.dequeue(ARRAY['c']);
+SELECT status FROM zizq.fail(3, kill => true);
+SELECT in_flight_cost FROM zizq.budget_state;
+UPDATE zizq._jobs SET status = 'ready', ready_at = now() WHERE id = 2;
+SELECT id FROM zizq.dequeue(ARRAY['c']);
+SELECT id FROM zizq.delete_job(2);
+SELECT in_flight_cost FROM zizq.budget_state;
+
+-- A rolled-back dequeue refunds; so does a rolled-back savepoint.
+SELECT id AS r FROM zizq.enqueue('r', 't', budgets => '[{"key": "conc", "cost": 2}]') \gset
+BEGIN;
+SELECT id FROM zizq.dequeue(ARRAY['r']);
+SELECT in_flight_cost FROM zizq.budget_state;
+ROLLBACK;
+SELECT in_flight_cost, tokens FROM zizq.budget_state;
+BEGIN;
+SAVEPOINT s;
+SELECT id FROM zizq.dequeue(ARRAY['r']);
+ROLLBACK TO SAVEPOINT s;
+SELECT in_flight_cost, tokens FROM zizq.budget_state;
+COMMIT;
+-- A complete that rolls back leaves the job in flight and its tokens spent.
+SELECT id FROM zizq.dequeue(ARRAY['r']);
+BEGIN;
+SELECT zizq.complete(:r);
+ROLLBACK;
+SELECT status, (SELECT in_flight_cost FROM zizq.budget_state) FROM zizq.jobs WHERE id = :r;
+SELECT zizq.complete(:r);
+
+-- Order within a budget: a cheap job does not overtake an unaffordable one
+-- ahead of it; unbudgeted and other budgets' jobs are not held back.
+SELECT key FROM zizq.define_budget('pool', 3, 'while_in_flight');
+SELECT key FROM zizq.define_budget('other', 5, 'while_in_flight');
+SELECT id AS hold FROM zizq.enqueue('o', 'hold', budgets => '[{"key": "pool", "cost": 2}]') \gset
+SELECT id FROM zizq.dequeue(ARRAY['o']);
+SELECT array_agg(id ORDER BY id) FROM zizq.enqueue_many('[
+  {"queue": "o", "type": "big", "budgets": [{"key": "pool", "cost": 3}]},
+  {"queue": "o", "type": "small", "budgets": [{"key": "pool", "cost": 1}]},
+  {"queue": "o", "type": "free"},
+  {"queue": "o", "type": "other", "budgets": [{"key": "other", "cost": 1}]}]');
+SELECT id, type FROM zizq.dequeue(ARRAY['o'], 10);
+SELECT id, type, status FROM zizq.jobs WHERE queue = 'o' AND status = 'ready' ORDER BY id;
+SELECT reason FROM zizq.explain_job(:hold + 2);
+-- Releasing the holder lets the big job run first, then the small one.
+SELECT zizq.complete(:hold);
+SELECT pg_temp.wait_for(format('zizq._offered(%s)', :hold + 1)) AS offered;
+SELECT id, type FROM zizq.dequeue(ARRAY['o'], 10);
+SELECT zizq.complete(:hold + 1);
+SELECT pg_temp.wait_for(format('zizq._offered(%s)', :hold + 2)) AS offered;
+SELECT id, type FROM zizq.dequeue(ARRAY['o'], 10);
+
+-- Priority across budgeted and unbudgeted jobs holds when affordable.
+SELECT count(*) FROM zizq.enqueue_many('[
+  {"queue": "p", "type": "free-low", "priority": 50},
+  {"queue": "p", "type": "budgeted-high", "priority": 10, "budgets": [{"key": "other"}]},
+  {"queue": "p", "type": "free-mid", "priority": 20}]');
+SELECT type FROM zizq.dequeue(ARRAY['p'], 3);
+
+-- A job bound to several budgets must be paid by all at once, and heads
+-- each of their lines.
+SELECT key FROM zizq.define_budget('a', 1, 'while_in_flight');
+SELECT key FROM zizq.define_budget('b', 1, 'while_in_flight');
+SELECT id AS blocker FROM zizq.enqueue('m', 'blocker', budgets => '[{"key": "a"}]') \gset
+SELECT id FROM zizq.dequeue(ARRAY['m']);
+SELECT array_agg(id ORDER BY id) FROM zizq.enqueue_many('[
+  {"queue": "m", "type": "both", "budgets": [{"key": "a"}, {"key": "b"}]},
+  {"queue": "m", "type": "b-only", "budgets": [{"key": "b"}]}]');
+SELECT id, type FROM zizq.dequeue(ARRAY['m'], 10);
+SELECT key, tokens, in_flight_cost FROM zizq.budget_state WHERE key IN ('a', 'b') ORDER BY key;
+SELECT zizq.complete(:blocker);
+SELECT pg_temp.wait_for(format('zizq._offered(%s)', :blocker + 1)) AS offered;
+SELECT id, type FROM zizq.dequeue(ARRAY['m'], 10);
+
+-- Unbinding a parked job lets it run at once.
+SELECT id AS stuck FROM zizq.enqueue('m', 'stuck', budgets => '[{"key": "b"}]') \gset
+SELECT count(*) AS none FROM zizq.dequeue(ARRAY['m']);
+SELECT budgets FROM zizq.unbind_budget(:stuck, 'b');
+SELECT id = :stuck AS runs FROM zizq.dequeue(ARRAY['m']);
+
+-- time_based: full at creation, no refund on completion, explain names the
+-- next token.
+SELECT key FROM zizq.define_budget('rate', 2, 'time_based', duration => '1 hour');
+SELECT count(*) FROM zizq.enqueue_many('[
+  {"queue": "t", "type": "t", "budgets": [{"key": "rate"}]},
+  {"queue": "t", "type": "t", "budgets": [{"key": "rate"}]},
+  {"queue": "t", "type": "t", "budgets": [{"key": "rate"}]}]');
+SELECT count(*) AS two_of_three FROM zizq.dequeue(ARRAY['t'], 10);
+SELECT zizq.complete(array_agg(id)) FROM zizq.jobs WHERE queue = 't' AND status = 'in_flight';
+SELECT key, tokens < 1 AS empty, in_flight_cost, next_token_at BETWEEN now() + interval '29 min' AND now() + interval '31 min' AS in_30_min
+  FROM zizq.budget_state WHERE key = 'rate';
+SELECT runnable, budget, cost, next_run_at BETWEEN now() + interval '29 min' AND now() + interval '31 min' AS in_30_min
+  FROM zizq.explain_job((SELECT id FROM zizq.jobs WHERE queue = 't' AND status = 'ready'));
+
+-- Shrinking a concurrency budget below what is in flight creates a debt
+-- that completions pay off first.
+SELECT key FROM zizq.define_budget('shrink', 3, 'while_in_flight');
+SELECT count(*) FROM zizq.enqueue_many('[
+  {"queue": "s", "type": "t", "budgets": [{"key": "shrink"}]},
+  {"queue": "s", "type": "t", "budgets": [{"key": "shrink"}]},
+  {"queue": "s", "type": "t", "budgets": [{"key": "shrink"}]},
+  {"queue": "s", "type": "t", "budgets": [{"key": "shrink"}]}]');
+SELECT array_agg(id ORDER BY id) AS running FROM zizq.dequeue(ARRAY['s'], 10) \gset
+SELECT allocation FROM zizq.update_budget('shrink', '{"allocation": 1}');
+SELECT tokens, in_flight_cost, debt FROM zizq.budget_state WHERE key = 'shrink';
+SELECT zizq.complete((:'running'::bigint[])[1]);
+SELECT tokens, in_flight_cost, debt FROM zizq.budget_state WHERE key = 'shrink';
+SELECT count(*) AS still_held FROM zizq.dequeue(ARRAY['s']);
+SELECT zizq.complete((:'running'::bigint[])[2]);
+SELECT zizq.complete((:'running'::bigint[])[3]);
+SELECT tokens, in_flight_cost, debt FROM zizq.budget_state WHERE key = 'shrink';
+SELECT pg_temp.wait_for(format('zizq._offered(%s)', (:'running'::bigint[])[3] + 1)) AS offered;
+SELECT count(*) AS runs_now FROM zizq.dequeue(ARRAY['s']);
