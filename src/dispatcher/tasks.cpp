@@ -12,6 +12,7 @@
 #include "pg/xact.hpp"
 
 extern "C" {
+#include "access/transam.h"
 #include "catalog/namespace.h"
 #include "commands/extension.h"
 }
@@ -36,6 +37,16 @@ struct Timer {
 void begin(const char *activity) {
   SetCurrentStatementStartTimestamp();
   StartTransactionCommand();
+  if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq dispatcher: SPI_connect failed");
+  PushActiveSnapshot(GetTransactionSnapshot());
+  pgstat_report_activity(STATE_RUNNING, activity);
+}
+
+// A transaction whose queries all see one snapshot.
+void begin_repeatable_read(const char *activity) {
+  SetCurrentStatementStartTimestamp();
+  StartTransactionCommand();
+  XactIsoLevel = XACT_REPEATABLE_READ;
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq dispatcher: SPI_connect failed");
   PushActiveSnapshot(GetTransactionSnapshot());
   pgstat_report_activity(STATE_RUNNING, activity);
@@ -80,13 +91,45 @@ LoadedBudget *find_loaded(LoadedBudget *all, int n, int32 id) {
   return nullptr;
 }
 
-// Budgets, in-flight costs and parked counts from the tables. Writers are
-// held off (SHARE locks) so that nothing changes between reading and
-// publishing; then budgeted dispatch may begin. Jobs of dead sessions were
-// requeued by an earlier, committed transaction (their releases at commit
-// found no budget to release into, as shared memory was empty).
-void load_state() {
-  exec("LOCK TABLE zizq.budgets, zizq._jobs IN SHARE MODE");
+// Has the snapshot seen the change this transaction made (or will it never
+// count: aborted)?
+bool seen_by(Snapshot snapshot, TransactionId xid) {
+  if (!TransactionIdIsValid(xid) || TransactionIdDidAbort(xid)) return true;
+  return TransactionIdDidCommit(xid) && !XidInMVCCSnapshot(xid, snapshot);
+}
+
+void apply_replay(const ReplayEntry &e, int64 now) {
+  if (e.kind == ReplayEntry::Reset) {
+    reset_budgets_in_place();
+    return;
+  }
+  if (e.kind == ReplayEntry::Created) {
+    add_budget(e.budget, e.policy);
+    return;
+  }
+  if (e.kind == ReplayEntry::Dropped) {
+    remove_budget(e.budget);
+    return;
+  }
+  BudgetEntry *b = find_budget(e.budget);
+  if (b == nullptr) return;
+  switch (e.kind) {
+    case ReplayEntry::Release: core::release(b->tokens, e.value); break;
+    case ReplayEntry::ParkedRaise: b->parked[e.value]++; break;
+    case ReplayEntry::ParkedDrop: b->parked[e.value] = ZZ_MAX(0, b->parked[e.value] - 1); break;
+    case ReplayEntry::Policy:
+      core::change_policy(b->policy, e.policy, b->tokens, now);
+      b->policy = e.policy;
+      break;
+    default: break;
+  }
+  mark_dirty(b);
+}
+
+// Budgets, in-flight costs and parked counts as one snapshot sees them
+// (the transaction is REPEATABLE READ), then the changes that committed
+// unseen while loading; then budgeted dispatch may begin.
+bool load_state() {
   exec("SELECT id, allocation, strategy, duration_ms, burst FROM zizq.budgets");
   int n = static_cast<int>(SPI_processed);
   LoadedBudget *all = static_cast<LoadedBudget *>(palloc0(sizeof(LoadedBudget) * ZZ_MAX(n, 1)));
@@ -114,7 +157,13 @@ void load_state() {
       b->parked[ZZ_MIN(column_int32(i, 2), core::kMaxBindings) - 1] = static_cast<int32>(column_int64(i, 3));
 
   int missing = 0;
+  Snapshot snapshot = GetActiveSnapshot();
+  int64 now = monotonic_us();
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+  if (shared->replay_overflow) {
+    LWLockRelease(shared->budget_lock);
+    return false;  // too much happened meanwhile: load again
+  }
   for (int i = 0; i < n; ++i) {
     BudgetEntry *e = add_budget(all[i].id, all[i].policy);
     if (e == nullptr) {
@@ -125,12 +174,31 @@ void load_state() {
     memcpy(e->parked, all[i].parked, sizeof e->parked);
     mark_dirty(e);
   }
+  for (int i = 0; i < shared->replay_count; ++i)
+    if (!seen_by(snapshot, replay_log[i].xid)) apply_replay(replay_log[i], now);
+  shared->replay_count = 0;
+  shared->loading = false;
   shared->budgets_loaded = true;
   LWLockRelease(shared->budget_lock);
   if (missing > 0)
     ereport(WARNING, (errmsg("zizq: %d budgets exceed zizq.max_budgets = %d; their jobs cannot be dispatched",
                              missing, guc_max_budgets)));
+  return true;
 }
+
+// Waits until every transaction that was writing zizq's tables when loading
+// began has ended, without taking a lock (as CREATE INDEX CONCURRENTLY does):
+// their changes are then either in the snapshot or in the replay log.
+void wait_for_older_writers() {
+  for (const char *name : {"_jobs", "budgets"}) {
+    Oid rel = get_relname_relid(name, get_namespace_oid("zizq", false));
+    if (!OidIsValid(rel)) continue;
+    LOCKTAG tag;
+    SET_LOCKTAG_RELATION(tag, MyDatabaseId, rel);
+    WaitForLockers(tag, ShareLock, false);
+  }
+}
+
 
 // ---- writing tasks ----------------------------------------------------------------------
 
@@ -190,7 +258,9 @@ void promote_scheduled() {
   run_plan(promote_plan, args, nullptr, false);
 }
 
-// Budgeted jobs a dequeue could not take move into their budgets' lines.
+// Budgeted jobs a dequeue could not take move into their budgets' lines. A
+// row some transaction holds is passed over: the dispatcher never waits for
+// a user's lock, and a later dequeue will ask again.
 void park_requested() {
   int64 *ids = static_cast<int64 *>(palloc(sizeof(int64) * kParkRequestSlots));
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
@@ -198,8 +268,9 @@ void park_requested() {
   LWLockRelease(shared->budget_lock);
   if (n == 0) return;
   prepared(park_plan,
-           "UPDATE zizq._jobs SET parked = true WHERE id = ANY ($1) AND status = 'ready' AND NOT parked "
-           "AND budget_ids IS NOT NULL RETURNING budget_ids",
+           "WITH free AS (SELECT id FROM zizq._jobs WHERE id = ANY ($1) AND status = 'ready' AND NOT parked "
+           "AND budget_ids IS NOT NULL FOR UPDATE SKIP LOCKED) "
+           "UPDATE zizq._jobs j SET parked = true FROM free WHERE j.id = free.id RETURNING j.budget_ids",
            {INT8ARRAYOID});
   Datum args[1] = {int8_array(ids, n)};
   uint64 rows = run_plan(park_plan, args, nullptr, false);
@@ -248,11 +319,22 @@ bool write_phase(Dispatcher &d) {
   bool ended = shared->sessions_ended;
   LWLockRelease(shared->waiter_lock);
   if (!loaded) {
-    reset_shared_state();
+    LWLockAcquire(shared->budget_lock, LW_SHARED);
+    bool overflowed = shared->replay_overflow;
+    LWLockRelease(shared->budget_lock);
+    if (overflowed) {
+      // Changes were lost from the log: start over, after every transaction
+      // that could have made one has ended.
+      reset_shared_state();
+      wait_for_older_writers();
+    }
     requeue_dead_sessions();
     end();
-    begin("zizq dispatcher: loading budgets");
-    load_state();
+    begin_repeatable_read("zizq dispatcher: loading budgets");
+    if (!load_state()) {
+      end();
+      return write_phase(d);
+    }
   } else if (ended || !d.started) {
     requeue_dead_sessions();
   }

@@ -95,8 +95,12 @@ void register_new_budget(int32 id, const core::Policy &policy) {
   reserve_ops(1);
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
   if (!shared->budgets_loaded) {
-    // The dispatcher has not rebuilt shared memory yet: it will load this
-    // budget from the table, once this transaction commits.
+    // The dispatcher is rebuilding shared memory: it loads this budget from
+    // the table, or replays its creation if its snapshot missed it.
+    if (shared->loading) {
+      log_replay(ReplayEntry::Created, id, 0, &policy);
+      record_budget_created(id);  // removed again if this rolls back after the load
+    }
     LWLockRelease(shared->budget_lock);
     check_budget_limit();
     return;

@@ -455,6 +455,7 @@ int lock_taken(Cand *taken, int n) {
       taken[kept++] = taken[i];
     } else {
       for (int k = 0; k < taken[i].nbindings; ++k) refund_debit_now(taken[i].bindings[k].budget, taken[i].bindings[k].cost);
+      drop_claim_now(taken[i].id);
     }
   }
   return kept;
@@ -529,16 +530,24 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
     }
     Cand c = *best;
     (c.source == Source::Budgeted ? budgeted.s.pos : offered.pos)++;
+    // A job an uncommitted dequeue has taken still looks ready here: skip
+    // it rather than spend tokens on it (and block its line).
+    reserve_ops(1);
+    Claim claim = claim_job(c.id);
+    if (claim == Claim::Busy) continue;
     core::Candidate cand{c.id, c.priority, c.bindings, c.nbindings};
     bool offer_fresh = c.source == Source::Offered && offered_line_unchanged(c);
     core::Verdict v = core::admit(
         blocked, cand,
         [&](const core::Candidate &, const core::Binding &b) { return !offer_fresh && candidate_parked_ahead(c, b); },
         [&](const core::Candidate &) { return debit_all(c, walk); });
-    if (v == core::Verdict::Take)
+    if (v == core::Verdict::Take) {
       taken[ntaken++] = c;
-    else
+      if (claim == Claim::Claimed) record_claim(c.id);
+    } else {
       refused[nrefused++] = c;
+      if (claim == Claim::Claimed) unclaim_jobs(&c.id, 1);
+    }
   }
   close_free(fs);
   ntaken = lock_taken(taken, ntaken);

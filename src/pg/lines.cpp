@@ -52,7 +52,12 @@ void note_parked(const int32 *budgets, int n) {
   reserve_ops(2 * n);
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
   for (int k = 0; k < n; ++k) {
-    BudgetEntry *b = find_budget(budgets[k]);
+    if (shared->loading) {
+      log_replay(ReplayEntry::ParkedRaise, budgets[k], k, nullptr);
+      record_parked_raise(budgets[k], k);  // undone if this rolls back after the load
+      continue;
+    }
+    BudgetEntry *b = shared->budgets_loaded ? find_budget(budgets[k]) : nullptr;
     if (b == nullptr) continue;
     b->parked[k]++;
     b->park_version++;

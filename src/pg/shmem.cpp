@@ -14,6 +14,8 @@ Offer *offers = nullptr;
 int max_offers = 0;
 Waiter *waiters = nullptr;
 uint64 *sessions = nullptr;
+int64 *claims = nullptr;
+ReplayEntry *replay_log = nullptr;
 
 namespace {
 
@@ -28,6 +30,8 @@ Size fixed_size() {
   size = add_size(size, MAXALIGN(mul_size(offer_slots(), sizeof(Offer))));
   size = add_size(size, MAXALIGN(mul_size(MaxBackends, sizeof(Waiter))));
   size = add_size(size, MAXALIGN(mul_size(MaxBackends, sizeof(uint64))));
+  size = add_size(size, MAXALIGN(mul_size(kClaimSlots, sizeof(int64))));
+  size = add_size(size, MAXALIGN(mul_size(kReplaySlots, sizeof(ReplayEntry))));
   return size;
 }
 
@@ -37,7 +41,11 @@ void init_shared(char *base) {
   LWLockPadded *locks = GetNamedLWLockTranche(kTranche);
   shared->budget_lock = &locks[0].lock;
   shared->waiter_lock = &locks[1].lock;
+  shared->claim_lock = &locks[2].lock;
   shared->epoch = static_cast<uint32>(time(nullptr));
+  // Born loading: every change is logged until the dispatcher has read the
+  // tables, so it never needs to wait for older transactions.
+  shared->loading = true;
   pg_atomic_init_u64(&shared->next_session, 1);
 }
 
@@ -53,6 +61,10 @@ void carve(char *base) {
   waiters = reinterpret_cast<Waiter *>(p);
   p += MAXALIGN(MaxBackends * sizeof(Waiter));
   sessions = reinterpret_cast<uint64 *>(p);
+  p += MAXALIGN(MaxBackends * sizeof(uint64));
+  claims = reinterpret_cast<int64 *>(p);
+  p += MAXALIGN(kClaimSlots * sizeof(int64));
+  replay_log = reinterpret_cast<ReplayEntry *>(p);
 }
 
 void on_session_exit(int, Datum) {
@@ -88,7 +100,7 @@ TimestampTz wall_time_of(int64_t mono_us) { return GetCurrentTimestamp() + (mono
 
 void shmem_request() {
   RequestAddinShmemSpace(add_size(fixed_size(), hash_estimate_size(guc_max_budgets, sizeof(BudgetEntry))));
-  RequestNamedLWLockTranche(kTranche, 2);
+  RequestNamedLWLockTranche(kTranche, 3);
 }
 
 void shmem_startup() {
@@ -116,17 +128,25 @@ void require_shared() {
 
 void reset_shared_state() {
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
-  HASH_SEQ_STATUS scan;
-  hash_seq_init(&scan, budget_hash);
-  for (auto *b = static_cast<BudgetEntry *>(hash_seq_search(&scan)); b != nullptr;
-       b = static_cast<BudgetEntry *>(hash_seq_search(&scan)))
-    hash_search(budget_hash, &b->id, HASH_REMOVE, nullptr);
-  for (int i = 0; i < shared->offer_high; ++i) offers[i].job_id = 0;
-  shared->offer_count = shared->offer_high = 0;
-  shared->offers_full = false;
-  shared->park_count = shared->dirty_count = shared->dirty_head = 0;
+  reset_budgets_in_place();
   shared->budgets_loaded = false;
+  shared->loading = true;
+  shared->replay_count = 0;
+  shared->replay_overflow = false;
   LWLockRelease(shared->budget_lock);
+}
+
+void log_replay(ReplayEntry::Kind kind, int32 budget, int32 value, const core::Policy *policy) {
+  if (shared->replay_count >= kReplaySlots) {
+    shared->replay_overflow = true;
+    return;
+  }
+  ReplayEntry &e = replay_log[shared->replay_count++];
+  e.kind = kind;
+  e.xid = GetTopTransactionIdIfAny();
+  e.budget = budget;
+  e.value = value;
+  if (policy != nullptr) e.policy = *policy;
 }
 
 BudgetEntry *find_budget(int32 id) {
@@ -149,6 +169,18 @@ void remove_budget(int32 id) {
   hash_search(budget_hash, &id, HASH_REMOVE, nullptr);
   for (int i = 0; i < shared->offer_high; ++i)
     if (offers[i].job_id != 0 && offers[i].line_budget == id) remove_offer(i);
+}
+
+void reset_budgets_in_place() {
+  HASH_SEQ_STATUS scan;
+  hash_seq_init(&scan, budget_hash);
+  for (auto *b = static_cast<BudgetEntry *>(hash_seq_search(&scan)); b != nullptr;
+       b = static_cast<BudgetEntry *>(hash_seq_search(&scan)))
+    hash_search(budget_hash, &b->id, HASH_REMOVE, nullptr);
+  for (int i = 0; i < shared->offer_high; ++i) offers[i].job_id = 0;
+  shared->offer_count = shared->offer_high = 0;
+  shared->offers_full = false;
+  shared->park_count = shared->dirty_count = shared->dirty_head = 0;
 }
 
 void mark_dirty(BudgetEntry *b) {
@@ -220,6 +252,66 @@ bool has_offer(int64 job_id) {
   for (int i = 0; i < shared->offer_high; ++i)
     if (offers[i].job_id == job_id) return true;
   return false;
+}
+
+namespace {
+
+uint32 claim_slot(int64 job_id) {
+  return hash_bytes_uint32(static_cast<uint32>(job_id) ^ static_cast<uint32>(job_id >> 32)) & (kClaimSlots - 1);
+}
+
+}  // namespace
+
+Claim claim_job(int64 job_id) {
+  Claim result = Claim::Untracked;
+  LWLockAcquire(shared->claim_lock, LW_EXCLUSIVE);
+  uint32 i = claim_slot(job_id);
+  while (claims[i] != 0 && claims[i] != job_id) i = (i + 1) & (kClaimSlots - 1);
+  if (claims[i] == job_id) {
+    result = Claim::Busy;
+  } else if (shared->claim_count < kClaimSlots / 2) {
+    claims[i] = job_id;
+    shared->claim_count++;
+    result = Claim::Claimed;
+  }
+  LWLockRelease(shared->claim_lock);
+  return result;
+}
+
+void unclaim_jobs(const int64 *job_ids, int n) {
+  if (n == 0) return;
+  LWLockAcquire(shared->claim_lock, LW_EXCLUSIVE);
+  for (int k = 0; k < n; ++k) {
+    uint32 i = claim_slot(job_ids[k]);
+    while (claims[i] != 0 && claims[i] != job_ids[k]) i = (i + 1) & (kClaimSlots - 1);
+    if (claims[i] == 0) continue;
+    // Linear probing: shift later entries of the cluster back into the hole.
+    claims[i] = 0;
+    shared->claim_count--;
+    uint32 j = i;
+    for (;;) {
+      j = (j + 1) & (kClaimSlots - 1);
+      if (claims[j] == 0) break;
+      uint32 home = claim_slot(claims[j]);
+      bool movable = (i <= j) ? (home <= i || home > j) : (home <= i && home > j);
+      if (movable) {
+        claims[i] = claims[j];
+        claims[j] = 0;
+        i = j;
+      }
+    }
+  }
+  LWLockRelease(shared->claim_lock);
+}
+
+void claimed_jobs(const int64 *ids, int n, bool *claimed) {
+  LWLockAcquire(shared->claim_lock, LW_SHARED);
+  for (int k = 0; k < n; ++k) {
+    uint32 i = claim_slot(ids[k]);
+    while (claims[i] != 0 && claims[i] != ids[k]) i = (i + 1) & (kClaimSlots - 1);
+    claimed[k] = claims[i] == ids[k];
+  }
+  LWLockRelease(shared->claim_lock);
 }
 
 uint32 queue_hash(const char *queue, int len) {

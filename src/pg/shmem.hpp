@@ -8,14 +8,22 @@
 //       a worker of their queue to take them;
 //     - the park requests: budgeted ready jobs a dequeue could not take,
 //       which the dispatcher moves into their budgets' lines.
+//   claim_lock protects
+//     - claims: budgeted jobs a dequeue has admitted in a transaction that
+//       has not ended. Other dequeues read budgeted jobs without row locks,
+//       so a job taken by an uncommitted dequeue still looks ready to them:
+//       they skip claimed jobs rather than spend tokens on them.
 //   waiter_lock protects
 //     - waiters: backends blocked in dequeue(wait), with their queues;
 //     - sessions: the session id under which each backend holds jobs;
 //     - the dispatcher's latch and its next planned wake.
 //
 // Shared memory is a cache of the tables: after a crash it is re-created
-// empty and the dispatcher rebuilds it (budgets_loaded stays false until
-// then, and nothing budgeted is dispatched before).
+// empty and the dispatcher rebuilds it. While it reads the tables (loading),
+// changes that commit meanwhile are not applied but logged with their xid;
+// the dispatcher replays those its snapshot did not see, then budgeted
+// dispatch resumes (budgets_loaded). No table lock is taken, so no user
+// transaction ever waits for a rebuild.
 #pragma once
 
 #include "core/admission.hpp"
@@ -28,6 +36,17 @@ namespace zizq::pg {
 
 constexpr int kMaxWaiterQueues = 8;
 constexpr int kParkRequestSlots = 4096;
+constexpr int kClaimSlots = 1 << 16;  // a power of two
+constexpr int kReplaySlots = 16384;
+
+// A change to shared budget state made while the dispatcher was loading.
+struct ReplayEntry {
+  enum Kind : uint8 { Release, ParkedRaise, ParkedDrop, Policy, Created, Dropped, Reset, Dirty } kind;
+  TransactionId xid;
+  int32 budget;
+  int32 value;  // cost or binding position
+  core::Policy policy;
+};
 
 struct BudgetEntry {
   int32 id;  // hash key: zizq.budgets.id
@@ -72,9 +91,14 @@ struct Waiter {
 struct Shared {
   LWLock *budget_lock;
   LWLock *waiter_lock;
+  LWLock *claim_lock;
+  int claim_count;  // claim_lock
 
   // budget_lock
-  bool budgets_loaded;
+  bool budgets_loaded;  // budgeted dispatch may run
+  bool loading;         // the dispatcher is rebuilding: log, do not apply
+  int replay_count;
+  bool replay_overflow;
   int dirty_head;
   int dirty_count;
   int park_count;
@@ -99,26 +123,41 @@ extern Offer *offers;          // max_offers
 extern int max_offers;
 extern Waiter *waiters;        // MaxBackends, by pgprocno
 extern uint64 *sessions;       // MaxBackends, by pgprocno
+extern int64 *claims;          // kClaimSlots, open addressing, 0 = empty
+extern ReplayEntry *replay_log;  // kReplaySlots
 
 void shmem_request();
 void shmem_startup();
 // Errors out when the library was not preloaded (no shared memory).
 void require_shared();
-// Forgets every budget, offer and request; budgeted dispatch stops until the
-// dispatcher reloads from the tables (CREATE EXTENSION, dispatcher start).
+// Forgets every budget, offer and request and starts logging changes;
+// budgeted dispatch stops until the dispatcher reloads from the tables
+// (CREATE EXTENSION, a replay log that overflowed).
 void reset_shared_state();
 
 // --- budgets (caller holds budget_lock as stated) ---------------------------
 BudgetEntry *find_budget(int32 id);                        // any mode
 BudgetEntry *add_budget(int32 id, const core::Policy &p);  // exclusive; nullptr when full
 void remove_budget(int32 id);                              // exclusive
+void reset_budgets_in_place();                             // exclusive: zizq.reset()
 void mark_dirty(BudgetEntry *b);                           // exclusive
+// While loading: logs a change for the dispatcher to replay (exclusive).
+void log_replay(ReplayEntry::Kind kind, int32 budget, int32 value, const core::Policy *policy);
 int32 pop_dirty();                                         // exclusive; 0 when empty
 bool request_park(int64 job_id);                           // exclusive; false when full
 int take_park_requests(int64 *out, int max);               // exclusive
 bool post_offer(const Offer &o);                           // exclusive; false when full
 void remove_offer(int slot);                               // exclusive
 bool has_offer(int64 job_id);                              // any
+
+// --- claims (claim_lock is taken here) -----------------------------------------
+// Claims a job for this transaction. Busy: another transaction holds it.
+// Untracked: the table is full; proceed, the row lock still decides.
+enum class Claim { Claimed, Busy, Untracked };
+Claim claim_job(int64 job_id);
+void unclaim_jobs(const int64 *job_ids, int n);
+// Marks which of `ids` are claimed (claimed[i]).
+void claimed_jobs(const int64 *ids, int n, bool *claimed);
 
 // --- waking -------------------------------------------------------------------
 uint32 queue_hash(const char *queue, int len);

@@ -14,6 +14,7 @@ enum class Kind : uint8 {
   ParkedRaise,
   BudgetCreated,
   WakeOnAbort,
+  Claim,  // released at the end, whatever the outcome
   // done at commit
   Release,
   ParkedDrop,
@@ -33,9 +34,11 @@ struct Op {
   int32 budget;
   int32 value;  // cost, position or job count
   uint32 hash;
+  int64 job;    // Claim
   TimestampTz when;
   core::Policy policy;
 };
+
 
 Op *ops = nullptr;
 int nops = 0;
@@ -56,7 +59,22 @@ Op &push(Kind kind) {
   return op;
 }
 
-bool is_undo_kind(Kind k) { return k <= Kind::WakeOnAbort; }
+// Releases the claims among ops [from, nops).
+void release_claims(int from) {
+  int n = 0;
+  int64 ids[256];
+  for (int i = from; i < nops; ++i) {
+    if (ops[i].kind != Kind::Claim) continue;
+    ids[n++] = ops[i].job;
+    if (n == 256) {
+      unclaim_jobs(ids, n);
+      n = 0;
+    }
+  }
+  unclaim_jobs(ids, n);
+}
+
+bool is_budget_undo(Kind k) { return k == Kind::Debit || k == Kind::ParkedRaise || k == Kind::BudgetCreated; }
 
 bool any_parked(const BudgetEntry *b) {
   for (int k = 0; k < core::kMaxBindings; ++k)
@@ -67,9 +85,12 @@ bool any_parked(const BudgetEntry *b) {
 // Undoes ops [from, nops) that were applied at once; drops the rest.
 void undo_from(int from) {
   bool any_budget_op = false;
-  for (int i = from; i < nops; ++i) any_budget_op = any_budget_op || (is_undo_kind(ops[i].kind) && ops[i].kind != Kind::WakeOnAbort);
+  for (int i = from; i < nops; ++i) any_budget_op = any_budget_op || is_budget_undo(ops[i].kind);
+  release_claims(from);
   bool dirtied = false;
-  if (any_budget_op) {
+  // Before budgets are loaded there is nothing to undo: shared memory holds
+  // no budget state, and the dispatcher's replay skips aborted changes.
+  if (any_budget_op && shared->budgets_loaded) {
     int64 now = monotonic_us();
     LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
     int dirty_before = shared->dirty_count;
@@ -99,16 +120,23 @@ void undo_from(int from) {
   nops = from;
 }
 
+// While the dispatcher loads budgets, committed changes are logged for it to
+// replay rather than applied.
+void log_budget_op(const Op &op) {
+  switch (op.kind) {
+    case Kind::Release: log_replay(ReplayEntry::Release, op.budget, op.value, nullptr); break;
+    case Kind::ParkedDrop: log_replay(ReplayEntry::ParkedDrop, op.budget, op.value, nullptr); break;
+    case Kind::Policy: log_replay(ReplayEntry::Policy, op.budget, 0, &op.policy); break;
+    case Kind::DropBudget: log_replay(ReplayEntry::Dropped, op.budget, 0, nullptr); break;
+    case Kind::ResetBudgets: log_replay(ReplayEntry::Reset, 0, 0, nullptr); break;
+    case Kind::Dirty: log_replay(ReplayEntry::Dirty, op.budget, 0, nullptr); break;
+    default: break;
+  }
+}
+
 void apply_budget_op(const Op &op, int64 now) {
   if (op.kind == Kind::ResetBudgets) {
-    HASH_SEQ_STATUS scan;
-    hash_seq_init(&scan, budget_hash);
-    for (auto *b = static_cast<BudgetEntry *>(hash_seq_search(&scan)); b != nullptr;
-         b = static_cast<BudgetEntry *>(hash_seq_search(&scan)))
-      hash_search(budget_hash, &b->id, HASH_REMOVE, nullptr);
-    for (int i = 0; i < shared->offer_high; ++i) remove_offer(i);
-    shared->park_count = 0;
-    shared->dirty_count = 0;
+    reset_budgets_in_place();
     return;
   }
   if (op.kind == Kind::DropBudget) {
@@ -152,7 +180,11 @@ void commit_all() {
     int64 now = monotonic_us();
     LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
     int dirty_before = shared->dirty_count;
-    for (int i = 0; i < nops; ++i) apply_budget_op(ops[i], now);
+    if (shared->loading) {
+      for (int i = 0; i < nops; ++i) log_budget_op(ops[i]);
+    } else if (shared->budgets_loaded) {
+      for (int i = 0; i < nops; ++i) apply_budget_op(ops[i], now);
+    }
     wake_dispatcher_now = wake_dispatcher_now || shared->dirty_count > dirty_before;
     LWLockRelease(shared->budget_lock);
   }
@@ -181,7 +213,10 @@ void on_xact(XactEvent event, void *) {
       break;
     case XACT_EVENT_COMMIT:
     case XACT_EVENT_PARALLEL_COMMIT:
-      if (nops > 0 && shared != nullptr) commit_all();
+      if (nops > 0 && shared != nullptr) {
+        release_claims(0);
+        commit_all();
+      }
       forget_all();
       break;
     case XACT_EVENT_ABORT:
@@ -254,6 +289,17 @@ void record_parked_raise(int32 budget, int position) {
 }
 
 void record_budget_created(int32 budget) { push(Kind::BudgetCreated).budget = budget; }
+
+void record_claim(int64 job_id) { push(Kind::Claim).job = job_id; }
+
+void drop_claim_now(int64 job_id) {
+  for (int i = nops - 1; i >= 0; --i) {
+    if (ops[i].kind != Kind::Claim || ops[i].job != job_id) continue;
+    ops[i].kind = Kind::Consumed;
+    unclaim_jobs(&job_id, 1);
+    return;
+  }
+}
 
 void record_wake_on_abort(uint32 hash, int jobs) {
   Op &op = push(Kind::WakeOnAbort);

@@ -36,6 +36,11 @@ void record_budget_created(int32 budget);
 // workers that skipped them meanwhile.
 void record_wake_on_abort(uint32 queue_hash, int jobs);
 
+// Dropped when the (sub)transaction ends, committed or not.
+void record_claim(int64 job_id);
+// Releases a recorded claim now (the job went to another worker).
+void drop_claim_now(int64 job_id);
+
 // Done at commit.
 void at_commit_release(int32 budget, int32 cost);
 void at_commit_parked_drop(int32 budget, int position);
