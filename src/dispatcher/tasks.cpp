@@ -202,7 +202,7 @@ void wait_for_older_writers() {
 
 // ---- writing tasks ----------------------------------------------------------------------
 
-SPIPlanPtr dead_plan = nullptr, leases_plan = nullptr, requeue_plan = nullptr;
+SPIPlanPtr holders_plan = nullptr, dead_plan = nullptr, leases_plan = nullptr, requeue_plan = nullptr;
 SPIPlanPtr promote_plan = nullptr, park_plan = nullptr, purge_plan = nullptr, next_plan = nullptr;
 
 int64 *alive_sessions(int *n) {
@@ -223,17 +223,35 @@ void return_to_ready(Datum ids) {
 }
 
 // In-flight jobs without a lease whose session has ended go back to ready.
+// Order matters: first the sessions holding jobs (as of this snapshot), then
+// which sessions are alive. A session registers before its first dequeue
+// commits, so one missing from the live set has ended for good; requeueing
+// by its id never touches a job a live session holds.
 void requeue_dead_sessions() {
-  int n;
-  int64 *alive = alive_sessions(&n);
-  prepared(dead_plan,
-           "SELECT COALESCE(array_agg(id), '{}') FROM zizq._jobs WHERE status = 'in_flight' "
-           "AND lease_until IS NULL AND NOT COALESCE(session_id = ANY ($1), false)",
-           {INT8ARRAYOID});
-  Datum args[1] = {int8_array(alive, n)};
-  run_plan(dead_plan, args, nullptr, false);
+  prepared(holders_plan,
+           "SELECT COALESCE(array_agg(DISTINCT COALESCE(session_id, 0)), '{}') FROM zizq._jobs "
+           "WHERE status = 'in_flight' AND lease_until IS NULL",
+           {});
+  run_plan(holders_plan, nullptr, nullptr, false);
   bool isnull = false;
-  return_to_ready(column(0, 1, &isnull));
+  int64 *holders;
+  int nholders = array_int8(column(0, 1, &isnull), &holders);
+  int nalive;
+  int64 *alive = alive_sessions(&nalive);
+  int64 *dead = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(nholders, 1)));
+  int ndead = 0;
+  for (int i = 0; i < nholders; ++i) {
+    bool lives = false;
+    for (int j = 0; j < nalive && !lives; ++j) lives = alive[j] == holders[i];
+    if (!lives) dead[ndead++] = holders[i];
+  }
+  if (ndead == 0) return;
+  prepared(dead_plan,
+           "SELECT zizq._return_to_ready(ARRAY(SELECT id FROM zizq._jobs WHERE status = 'in_flight' "
+           "AND lease_until IS NULL AND COALESCE(session_id, 0) = ANY ($1)))",
+           {INT8ARRAYOID});
+  Datum args[1] = {int8_array(dead, ndead)};
+  run_plan(dead_plan, args, nullptr, false);
 }
 
 void expire_leases() {
