@@ -473,6 +473,20 @@ void withdraw_line_offers(int32 budget) {
     if (offers[i].job_id != 0 && offers[i].line_budget == budget) remove_offer(i);
 }
 
+SPIPlanPtr unparked_ahead_plan = nullptr;
+
+// Whether budgeted jobs that are not parked wait ahead of `j` in its queue
+// with this budget: they are the line's real head (a dequeue takes them or
+// parks them, which re-evaluates the line), so `j` is not offered yet.
+bool unparked_ahead(const LineJob &j, int32 budget) {
+  prepared(unparked_ahead_plan,
+           "SELECT 1 FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NOT NULL AND NOT parked "
+           "AND queue = $2 AND (priority, id) < ($3, $4) AND $1 = ANY (budget_ids) LIMIT 1",
+           {INT4OID, TEXTOID, INT4OID, INT8OID});
+  Datum args[4] = {Int32GetDatum(budget), CStringGetTextDatum(j.queue), Int32GetDatum(j.priority), Int64GetDatum(j.id)};
+  return run_plan(unparked_ahead_plan, args, nullptr, true, 1) > 0;
+}
+
 // Whether a job is at the head of its other budgets' lines too.
 bool heads_other_lines(const LineJob &j, int32 budget) {
   for (int b = 0; b < j.nbindings; ++b) {
@@ -500,8 +514,10 @@ bool affordable(const LineJob &j, int64 now, std::optional<int64> *when) {
     int64 need = j.bindings[b].cost + s.offered;
     if (core::can_pay(s.policy, s.tokens, need, now)) continue;
     ok = false;
+    // Beyond the capacity, only the standing offers being taken (or
+    // withdrawn) can make room: they re-evaluate this line.
     std::optional<int64> t;
-    run_core([&] { t = core::due_time(s.policy, s.tokens, std::min<int64>(need, s.policy.capacity()), now); });
+    if (need <= s.policy.capacity()) run_core([&] { t = core::due_time(s.policy, s.tokens, need, now); });
     if (!t) timed = false;
     else latest = ZZ_MAX(latest, *t);
   }
@@ -588,6 +604,10 @@ void evaluate(Dispatcher &d, int32 budget, Wakes &wakes) {
       }
       if (line_done) continue;
       std::optional<int64> when;
+      if (unparked_ahead(j, budget)) {
+        line_done = true;
+        continue;
+      }
       if (!heads_other_lines(j, budget)) {
         line_done = true;  // it waits in another budget's line, and its own line waits behind it
         continue;

@@ -493,6 +493,22 @@ void withdraw_offers(const Cand *taken, int n) {
   LWLockRelease(shared->budget_lock);
 }
 
+// A job taken from the budgeted stream may have been ahead of parked jobs
+// of its budgets (the dispatcher offers none of them while it waits): have
+// the dispatcher look at those lines again once this commits.
+void revisit_lines_behind(const Cand *taken, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (taken[i].source != Source::Budgeted) continue;
+    for (int k = 0; k < taken[i].nbindings; ++k) {
+      int32 counts[core::kMaxBindings];
+      parked_counts(taken[i].bindings[k].budget, counts);
+      if (!any_parked(counts)) continue;
+      reserve_ops(1);
+      at_commit_dirty(taken[i].bindings[k].budget);
+    }
+  }
+}
+
 uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryContext out) {
   bool loaded;
   LWLockAcquire(shared->budget_lock, LW_SHARED);
@@ -552,6 +568,7 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
   close_free(fs);
   ntaken = lock_taken(taken, ntaken);
   withdraw_offers(taken, ntaken);
+  revisit_lines_behind(taken, ntaken);
   hand_back(refused, nrefused);
   int64 *ids = static_cast<int64 *>(palloc(sizeof(int64) * (nfree + ntaken + 1)));
   for (int i = 0; i < nfree; ++i) ids[i] = free_ids[i];
