@@ -477,14 +477,26 @@ SPIPlanPtr unparked_ahead_plan = nullptr;
 
 // Whether budgeted jobs that are not parked wait ahead of `j` in its queue
 // with this budget: they are the line's real head (a dequeue takes them or
-// parks them, which re-evaluates the line), so `j` is not offered yet.
+// parks them, which re-evaluates the line), so `j` is not offered yet. Jobs
+// an uncommitted dequeue has claimed are taken already.
 bool unparked_ahead(const LineJob &j, int32 budget) {
+  constexpr int kLook = 16;
   prepared(unparked_ahead_plan,
-           "SELECT 1 FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NOT NULL AND NOT parked "
-           "AND queue = $2 AND (priority, id) < ($3, $4) AND $1 = ANY (budget_ids) LIMIT 1",
-           {INT4OID, TEXTOID, INT4OID, INT8OID});
-  Datum args[4] = {Int32GetDatum(budget), CStringGetTextDatum(j.queue), Int32GetDatum(j.priority), Int64GetDatum(j.id)};
-  return run_plan(unparked_ahead_plan, args, nullptr, true, 1) > 0;
+           "SELECT id FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NOT NULL AND NOT parked "
+           "AND queue = $2 AND (priority, id) < ($3, $4) AND $1 = ANY (budget_ids) ORDER BY priority, id LIMIT $5",
+           {INT4OID, TEXTOID, INT4OID, INT8OID, INT4OID});
+  Datum args[5] = {Int32GetDatum(budget), CStringGetTextDatum(j.queue), Int32GetDatum(j.priority),
+                   Int64GetDatum(j.id), Int32GetDatum(kLook)};
+  int n = static_cast<int>(run_plan(unparked_ahead_plan, args, nullptr, true));
+  if (n == 0) return false;
+  if (n == kLook) return true;  // a long way ahead: wait for them either way
+  int64 ids[kLook];
+  bool claimed[kLook];
+  for (int i = 0; i < n; ++i) ids[i] = column_int64(i, 1);
+  claimed_jobs(ids, n, claimed);
+  for (int i = 0; i < n; ++i)
+    if (!claimed[i]) return true;
+  return false;
 }
 
 // Whether a job is at the head of its other budgets' lines too.
