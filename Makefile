@@ -47,3 +47,16 @@ test/unit/run: $(CORE_SRCS) $(wildcard src/core/*.hpp) $(wildcard test/unit/*.cp
 .PHONY: unit
 unit: test/unit/run
 	test/unit/run
+
+# Client programs (libpq): the stress tests and the benchmark driver.
+CLIENT_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -pthread -I$(shell $(PG_CONFIG) --includedir)
+CLIENT_LIBS = -L$(shell $(PG_CONFIG) --libdir) -lpq
+test/stress/bin/%: test/stress/%.cpp test/stress/*.hpp support/*.hpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CLIENT_CXXFLAGS) -o $@ $< $(CLIENT_LIBS)
+bench/bin/%: bench/%.cpp support/*.hpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CLIENT_CXXFLAGS) -o $@ $< $(CLIENT_LIBS)
+
+.PHONY: clients
+clients: test/stress/bin/timeline
