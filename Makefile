@@ -59,4 +59,4 @@ bench/bin/%: bench/%.cpp support/*.hpp
 	$(CXX) $(CLIENT_CXXFLAGS) -o $@ $< $(CLIENT_LIBS)
 
 .PHONY: clients
-clients: test/stress/bin/timeline
+clients: test/stress/bin/timeline test/stress/bin/stress
