@@ -148,7 +148,9 @@ CREATE INDEX _jobs_line_4 ON zizq._jobs ((budget_ids[4]), queue, priority, id)
   WHERE status = 'ready' AND parked AND pg_catalog.cardinality(budget_ids) >= 4;
 
 CREATE INDEX _jobs_scheduled ON zizq._jobs (ready_at) WHERE status = 'scheduled';
-CREATE INDEX _jobs_in_flight ON zizq._jobs (session_id) WHERE status = 'in_flight';
+-- In-flight jobs held by a session (the dispatcher requeues those of ended
+-- sessions) and leased ones (requeued when their lease runs out).
+CREATE INDEX _jobs_in_flight ON zizq._jobs (session_id) WHERE status = 'in_flight' AND lease_until IS NULL;
 CREATE INDEX _jobs_leases ON zizq._jobs (lease_until)
   WHERE status = 'in_flight' AND lease_until IS NOT NULL;
 CREATE INDEX _jobs_purge ON zizq._jobs (purge_at) WHERE purge_at IS NOT NULL;
@@ -177,43 +179,25 @@ SELECT pg_catalog.pg_extension_config_dump('zizq._job_errors', '');
 -- 3. Triggers (one place for the rules every path must obey) and row security
 ------------------------------------------------------------------------------
 
--- A job leaving in_flight gives its budgets their in-flight cost back at
--- commit (complete, fail, delete, release, dead session, expired lease).
-CREATE FUNCTION zizq._trg_flight_exit() RETURNS trigger
-  LANGUAGE c AS 'MODULE_PATHNAME', 'zizq_trg_flight_exit';
-CREATE TRIGGER flight_exit_update AFTER UPDATE ON zizq._jobs FOR EACH ROW
-  WHEN (OLD.status = 'in_flight' AND NEW.status <> 'in_flight' AND OLD.budget_ids IS NOT NULL)
-  EXECUTE FUNCTION zizq._trg_flight_exit();
-CREATE TRIGGER flight_exit_delete AFTER DELETE ON zizq._jobs FOR EACH ROW
-  WHEN (OLD.status = 'in_flight' AND OLD.budget_ids IS NOT NULL)
-  EXECUTE FUNCTION zizq._trg_flight_exit();
-
--- Any change to a parked job's place (status, queue, priority, bindings)
--- takes it out of its lines; the dispatcher re-evaluates those budgets.
-CREATE FUNCTION zizq._trg_unpark() RETURNS trigger
-  LANGUAGE c AS 'MODULE_PATHNAME', 'zizq_trg_unpark';
-CREATE TRIGGER unpark_update BEFORE UPDATE ON zizq._jobs FOR EACH ROW
-  WHEN (OLD.parked AND NEW.parked AND
-        (OLD.status, OLD.queue, OLD.priority, OLD.budget_ids, OLD.budget_costs)
-          IS DISTINCT FROM (NEW.status, NEW.queue, NEW.priority, NEW.budget_ids, NEW.budget_costs))
-  EXECUTE FUNCTION zizq._trg_unpark();
-CREATE TRIGGER unpark_dispatch BEFORE UPDATE ON zizq._jobs FOR EACH ROW
-  WHEN (OLD.parked AND NOT NEW.parked)
-  EXECUTE FUNCTION zizq._trg_unpark();
-CREATE TRIGGER unpark_delete AFTER DELETE ON zizq._jobs FOR EACH ROW
-  WHEN (OLD.parked)
-  EXECUTE FUNCTION zizq._trg_unpark();
-
--- A job that becomes dispatchable by an UPDATE (release, requeue, retry
--- promotion, a patch, a rebinding) wakes blocked workers at commit and
--- notifies LISTEN zizq.
-CREATE FUNCTION zizq._trg_ready() RETURNS trigger
-  LANGUAGE c AS 'MODULE_PATHNAME', 'zizq_trg_ready';
-CREATE TRIGGER ready_update AFTER UPDATE ON zizq._jobs FOR EACH ROW
-  WHEN (NEW.status = 'ready' AND NOT NEW.parked AND
-        (OLD.status <> 'ready' OR OLD.parked OR OLD.queue <> NEW.queue OR OLD.priority <> NEW.priority
-         OR OLD.budget_ids IS DISTINCT FROM NEW.budget_ids))
-  EXECUTE FUNCTION zizq._trg_ready();
+-- One trigger per event, in C, without WHEN clauses: PostgreSQL compiles
+-- WHEN quals for every statement, which would cost each dequeue and complete
+-- more than the checks themselves. Whatever path changes a job, they apply
+-- the rules every path must obey:
+--   a job leaving in_flight gives its budgets their in-flight cost back at
+--   commit (complete, fail, delete, release, dead session, expired lease);
+--   a parked job whose place changes (status, queue, priority, bindings) is
+--   unparked, and the dispatcher re-evaluates its budgets;
+--   a job that becomes dispatchable by an UPDATE (release, requeue, retry
+--   promotion, patch, rebinding) wakes a worker of its queue at commit and
+--   notifies LISTEN zizq.
+CREATE FUNCTION zizq._trg_job_update() RETURNS trigger
+  LANGUAGE c AS 'MODULE_PATHNAME', 'zizq_trg_job_update';
+CREATE TRIGGER job_update BEFORE UPDATE ON zizq._jobs FOR EACH ROW
+  EXECUTE FUNCTION zizq._trg_job_update();
+CREATE FUNCTION zizq._trg_job_delete() RETURNS trigger
+  LANGUAGE c AS 'MODULE_PATHNAME', 'zizq_trg_job_delete';
+CREATE TRIGGER job_delete BEFORE DELETE ON zizq._jobs FOR EACH ROW
+  EXECUTE FUNCTION zizq._trg_job_delete();
 
 -- Producers read the jobs they enqueued; workers and admins read all.
 ALTER TABLE zizq._jobs ENABLE ROW LEVEL SECURITY;
@@ -246,6 +230,11 @@ CREATE VIEW zizq.queues WITH (security_invoker = true) AS
 -- 5. C entry points
 ------------------------------------------------------------------------------
 
+-- The hot paths keep one generic plan per statement (no planning per call).
+-- A plan made while the table is small must stay right when it is large, so
+-- they plan with sequential and bitmap scans off: their statements are
+-- written for ordered index scans on the partial indexes above.
+
 CREATE FUNCTION zizq.enqueue(
     queue text, type text, payload jsonb DEFAULT '{}', priority integer DEFAULT 32768,
     ready_at timestamptz DEFAULT NULL, budgets jsonb DEFAULT NULL, unique_key text DEFAULT NULL,
@@ -253,11 +242,13 @@ CREATE FUNCTION zizq.enqueue(
     retention jsonb DEFAULT NULL)
   RETURNS zizq.job
   LANGUAGE c VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+  SET enable_seqscan = off SET enable_bitmapscan = off
   AS 'MODULE_PATHNAME', 'zizq_enqueue';
 
 CREATE FUNCTION zizq.enqueue_many(jobs jsonb)
   RETURNS SETOF zizq.job
   LANGUAGE c VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+  SET enable_seqscan = off SET enable_bitmapscan = off
   AS 'MODULE_PATHNAME', 'zizq_enqueue_many';
 
 CREATE FUNCTION zizq.dequeue(
@@ -265,16 +256,19 @@ CREATE FUNCTION zizq.dequeue(
     lease interval DEFAULT NULL)
   RETURNS SETOF zizq.job
   LANGUAGE c VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+  SET enable_seqscan = off SET enable_bitmapscan = off
   AS 'MODULE_PATHNAME', 'zizq_dequeue';
 
 CREATE FUNCTION zizq.complete(id bigint)
   RETURNS boolean
   LANGUAGE c VOLATILE STRICT SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+  SET enable_seqscan = off SET enable_bitmapscan = off
   AS 'MODULE_PATHNAME', 'zizq_complete_one';
 
 CREATE FUNCTION zizq.complete(ids bigint[])
   RETURNS bigint[]
   LANGUAGE c VOLATILE STRICT SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+  SET enable_seqscan = off SET enable_bitmapscan = off
   AS 'MODULE_PATHNAME', 'zizq_complete_many';
 
 -- Internal helpers: rules and shared-memory operations the plpgsql functions
@@ -296,6 +290,8 @@ CREATE FUNCTION zizq._wake_dispatcher() RETURNS void
   LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_wake_dispatcher';
 CREATE FUNCTION zizq._wake_dispatcher_at(at timestamptz) RETURNS void
   LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_wake_dispatcher_at';
+CREATE FUNCTION zizq._claim(id bigint) RETURNS boolean
+  LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'zizq_claim';
 CREATE FUNCTION zizq._offered(id bigint) RETURNS boolean
   LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'zizq_offered';
 CREATE FUNCTION zizq._policy(key text, allocation integer, strategy text, duration_ms bigint, burst integer)

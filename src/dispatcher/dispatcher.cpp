@@ -83,6 +83,10 @@ void zizq_dispatcher_main(Datum) {
   // Everything the dispatcher writes is rebuilt after a crash: do not wait
   // for WAL flushes.
   SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+  // Generic plans of index-shaped statements, whatever the table's size now
+  // (see sql/zizq--1.0.sql, part 5).
+  SetConfigOption("enable_seqscan", "off", PGC_SUSET, PGC_S_OVERRIDE);
+  SetConfigOption("enable_bitmapscan", "off", PGC_SUSET, PGC_S_OVERRIDE);
   publish_latch();
   Dispatcher d;
   start(d);

@@ -7,6 +7,7 @@
 #include "dispatcher/tasks.hpp"
 #include "pg/errors.hpp"
 #include "pg/lines.hpp"
+#include "pg/claims.hpp"
 #include "pg/shmem.hpp"
 #include "pg/spi.hpp"
 #include "pg/xact.hpp"
@@ -15,6 +16,8 @@ extern "C" {
 #include "access/transam.h"
 #include "catalog/namespace.h"
 #include "commands/extension.h"
+#include "storage/lmgr.h"
+#include "utils/lsyscache.h"
 }
 
 namespace zizq::dispatcher {
@@ -26,6 +29,8 @@ using namespace zizq::pg;
 constexpr int kLineWalk = 32;
 // Work per task per cycle: a larger backlog is finished in later cycles.
 constexpr int kBatch = 10000;
+// How soon a cycle put off by a conflicting table lock is tried again.
+constexpr int64 kBusyRetryMs = 20;
 
 struct Timer {
   int32 budget;  // hash key
@@ -58,6 +63,21 @@ void end() {
   CommitTransactionCommand();
   pgstat_report_stat(false);
   pgstat_report_activity(STATE_IDLE, nullptr);
+}
+
+// Takes zizq's table locks without waiting. The dispatcher's transactions
+// must never queue behind DROP EXTENSION, TRUNCATE (zizq.reset) or ALTER
+// TABLE: those lock the tables in their own orders, and a wait here could
+// close a deadlock cycle with them. When a lock is taken, the cycle is put
+// off for kBusyRetryMs.
+bool try_lock_tables(LOCKMODE mode) {
+  Oid schema = get_namespace_oid("zizq", true);
+  if (!OidIsValid(schema)) return false;
+  for (const char *name : {"_jobs", "_job_errors", "budgets"}) {
+    Oid rel = get_relname_relid(name, schema);
+    if (!OidIsValid(rel) || !ConditionalLockRelationOid(rel, mode)) return false;
+  }
+  return true;
 }
 
 void exec(const char *sql) {
@@ -130,6 +150,16 @@ void apply_replay(const ReplayEntry &e, int64 now) {
 // (the transaction is REPEATABLE READ), then the changes that committed
 // unseen while loading; then budgeted dispatch may begin.
 bool load_state() {
+  // _jobs before budgets: the order zizq.reset()'s TRUNCATE locks them in.
+  exec("SELECT c.budget_id, sum(c.cost)::bigint FROM zizq._jobs j, "
+       "unnest(j.budget_ids, j.budget_costs) AS c(budget_id, cost) WHERE j.status = 'in_flight' GROUP BY 1");
+  uint64 nsums = SPI_processed;
+  int32 *sum_ids = static_cast<int32 *>(palloc(sizeof(int32) * ZZ_MAX(nsums, 1)));
+  int64 *sums = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(nsums, 1)));
+  for (uint64 i = 0; i < nsums; ++i) {
+    sum_ids[i] = column_int32(i, 1);
+    sums[i] = column_int64(i, 2);
+  }
   exec("SELECT id, allocation, strategy, duration_ms, burst FROM zizq.budgets");
   int n = static_cast<int>(SPI_processed);
   LoadedBudget *all = static_cast<LoadedBudget *>(palloc0(sizeof(LoadedBudget) * ZZ_MAX(n, 1)));
@@ -146,10 +176,8 @@ bool load_state() {
     run_core([&] { p = core::make_policy("", allocation, strategy, duration_ms, burst_v); });
     all[i].policy = p;
   }
-  exec("SELECT c.budget_id, sum(c.cost)::bigint FROM zizq._jobs j, "
-       "unnest(j.budget_ids, j.budget_costs) AS c(budget_id, cost) WHERE j.status = 'in_flight' GROUP BY 1");
-  for (uint64 i = 0; i < SPI_processed; ++i)
-    if (LoadedBudget *b = find_loaded(all, n, column_int32(i, 1))) b->in_flight = column_int64(i, 2);
+  for (uint64 i = 0; i < nsums; ++i)
+    if (LoadedBudget *b = find_loaded(all, n, sum_ids[i])) b->in_flight = sums[i];
   exec("SELECT j.budget_ids[k], k, count(*)::bigint FROM zizq._jobs j, "
        "generate_series(1, cardinality(j.budget_ids)) AS k WHERE j.status = 'ready' AND j.parked GROUP BY 1, 2");
   for (uint64 i = 0; i < SPI_processed; ++i)
@@ -324,11 +352,25 @@ void read_next_times(Dispatcher &d) {
 bool due(TimestampTz when, TimestampTz now) { return when != 0 && when <= now; }
 
 // The writing transaction. Returns false when the extension is not there.
-bool write_phase(Dispatcher &d) {
+enum class Phase { Absent, Busy, Done };
+
+void discard_notifications() {
+  QueueName pending[kNotifySlots];
+  bool overflow = false;
+  while (take_notifies(pending, kNotifySlots, &overflow) > 0) {
+  }
+}
+
+Phase write_phase(Dispatcher &d) {
   begin("zizq dispatcher: maintenance");
   if (!OidIsValid(get_extension_oid("zizq", true))) {
     end();
-    return false;
+    discard_notifications();  // of a dropped extension's queues
+    return Phase::Absent;
+  }
+  if (!try_lock_tables(RowExclusiveLock)) {
+    end();
+    return Phase::Busy;
   }
   LWLockAcquire(shared->budget_lock, LW_SHARED);
   bool loaded = shared->budgets_loaded;
@@ -349,6 +391,10 @@ bool write_phase(Dispatcher &d) {
     requeue_dead_sessions();
     end();
     begin_repeatable_read("zizq dispatcher: loading budgets");
+    if (!try_lock_tables(AccessShareLock)) {
+      end();
+      return Phase::Busy;
+    }
     if (!load_state()) {
       end();
       return write_phase(d);
@@ -363,7 +409,7 @@ bool write_phase(Dispatcher &d) {
   if (due(d.next_purge, now)) purge();
   read_next_times(d);
   end();
-  return true;
+  return Phase::Done;
 }
 
 // ---- evaluating budget lines ---------------------------------------------------------------
@@ -373,7 +419,7 @@ SPIPlanPtr head_plans[core::kMaxBindings] = {nullptr, nullptr, nullptr, nullptr}
 SPIPlanPtr heads_plan(int k) {
   // Per queue of the budget's position-k line, the first jobs in dispatch
   // order: a skip scan over the queues, then a short walk of each line.
-  static char sql[core::kMaxBindings][1024];
+  static char sql[core::kMaxBindings][1200];
   if (sql[k][0] == '\0') {
     char cond[160];
     snprintf(cond, sizeof cond, "budget_ids[%d] = $1 AND status = 'ready' AND parked%s", k + 1,
@@ -386,8 +432,8 @@ SPIPlanPtr heads_plan(int k) {
              " FROM q WHERE q.queue IS NOT NULL)"
              " SELECT h.id, h.priority, h.queue, h.budget_ids, h.budget_costs FROM q, LATERAL"
              " (SELECT id, priority, queue, budget_ids, budget_costs FROM zizq._jobs WHERE %s AND queue = q.queue"
-             "  ORDER BY priority, id LIMIT $2) h WHERE q.queue IS NOT NULL",
-             cond, cond, cond);
+             "  ORDER BY budget_ids[%d], queue, priority, id LIMIT $2) h WHERE q.queue IS NOT NULL",
+             cond, cond, cond, k + 1);
   }
   return prepared(head_plans[k], sql[k], {INT4OID, INT4OID});
 }
@@ -483,7 +529,8 @@ bool unparked_ahead(const LineJob &j, int32 budget) {
   constexpr int kLook = 16;
   prepared(unparked_ahead_plan,
            "SELECT id FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NOT NULL AND NOT parked "
-           "AND queue = $2 AND (priority, id) < ($3, $4) AND $1 = ANY (budget_ids) ORDER BY priority, id LIMIT $5",
+           "AND queue = $2 AND (queue, priority, id) < ($2, $3, $4) AND $1 = ANY (budget_ids) "
+           "ORDER BY queue, priority, id LIMIT $5",
            {INT4OID, TEXTOID, INT4OID, INT8OID, INT4OID});
   Datum args[5] = {Int32GetDatum(budget), CStringGetTextDatum(j.queue), Int32GetDatum(j.priority),
                    Int64GetDatum(j.id), Int32GetDatum(kLook)};
@@ -655,6 +702,26 @@ int32 *due_budgets(Dispatcher &d, int *n) {
   return ids;
 }
 
+bool dirty_pending() {
+  LWLockAcquire(shared->budget_lock, LW_SHARED);
+  bool pending = shared->dirty_count > 0;
+  LWLockRelease(shared->budget_lock);
+  return pending;
+}
+
+bool timers_due(Dispatcher &d) {
+  int64 now = monotonic_us();
+  HASH_SEQ_STATUS scan;
+  hash_seq_init(&scan, d.timers);
+  for (auto *t = static_cast<Timer *>(hash_seq_search(&scan)); t != nullptr;
+       t = static_cast<Timer *>(hash_seq_search(&scan)))
+    if (t->due_us <= now) {
+      hash_seq_term(&scan);
+      return true;
+    }
+  return false;
+}
+
 int32 *dirty_budgets(int *n) {
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
   int32 *ids = static_cast<int32 *>(palloc(sizeof(int32) * ZZ_MAX(shared->dirty_count, 1)));
@@ -664,12 +731,45 @@ int32 *dirty_budgets(int *n) {
   return ids;
 }
 
-void evaluate_phase(Dispatcher &d) {
+SPIPlanPtr ready_queues_plan = nullptr;
+
+// NOTIFY zizq for the queues that got dispatchable jobs (noted at commit by
+// enqueues, releases, promotions, offers). With more queues than slots,
+// every queue with ready jobs.
+void send_notifications(const Wakes &wakes) {
+  QueueName pending[kNotifySlots];
+  bool overflow = false;
+  int n = take_notifies(pending, kNotifySlots, &overflow);
+  for (int i = 0; i < n; ++i) Async_Notify("zizq", pending[i].name);
+  for (int i = 0; i < wakes.n; ++i) Async_Notify("zizq", wakes.queues[i]);
+  if (!overflow) return;
+  prepared(ready_queues_plan,
+           "WITH RECURSIVE q AS ((SELECT queue FROM zizq._jobs WHERE status = 'ready' AND NOT parked "
+           "ORDER BY queue LIMIT 1) UNION ALL SELECT (SELECT queue FROM zizq._jobs WHERE status = 'ready' "
+           "AND NOT parked AND queue > q.queue ORDER BY queue LIMIT 1) FROM q WHERE q.queue IS NOT NULL) "
+           "SELECT queue FROM q WHERE queue IS NOT NULL",
+           {});
+  uint64 rows = run_plan(ready_queues_plan, nullptr, nullptr, true);
+  for (uint64 i = 0; i < rows; ++i) Async_Notify("zizq", column_text(i, 1));
+}
+
+bool notifications_pending() {
+  LWLockAcquire(shared->waiter_lock, LW_SHARED);
+  bool pending = shared->notify_count > 0 || shared->notify_overflow;
+  LWLockRelease(shared->waiter_lock);
+  return pending;
+}
+
+bool evaluate_phase(Dispatcher &d) {
+  if (!dirty_pending() && !timers_due(d) && !notifications_pending()) return true;
+  begin("zizq dispatcher: evaluating budgets");
+  if (!try_lock_tables(AccessShareLock)) {
+    end();
+    return false;
+  }
   int ndirty, ndue;
   int32 *dirty = dirty_budgets(&ndirty);
   int32 *timed = due_budgets(d, &ndue);
-  if (ndirty + ndue == 0) return;
-  begin("zizq dispatcher: evaluating budgets");
   Wakes wakes;
   wakes.n = 0;
   for (int i = 0; i < ndirty; ++i) evaluate(d, dirty[i], wakes);
@@ -678,8 +778,9 @@ void evaluate_phase(Dispatcher &d) {
     for (int j = 0; j < ndirty && !seen; ++j) seen = dirty[j] == timed[i];
     if (!seen) evaluate(d, timed[i], wakes);
   }
-  for (int i = 0; i < wakes.n; ++i) Async_Notify("zizq", wakes.queues[i]);
+  send_notifications(wakes);
   end();
+  return true;
 }
 
 TimestampTz next_timer(Dispatcher &d) {
@@ -705,7 +806,10 @@ void start(Dispatcher &d) {
 }
 
 TimestampTz run_cycle(Dispatcher &d) {
-  if (!write_phase(d)) return 0;
+  TimestampTz busy_retry = GetCurrentTimestamp() + kBusyRetryMs * 1000;
+  Phase written = write_phase(d);
+  if (written == Phase::Absent) return 0;
+  if (written == Phase::Busy) return busy_retry;
   if (!d.started) {
     // A fresh dispatcher has no timers: look at every budget with parked jobs.
     LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
@@ -717,7 +821,7 @@ TimestampTz run_cycle(Dispatcher &d) {
     LWLockRelease(shared->budget_lock);
     d.started = true;
   }
-  evaluate_phase(d);
+  if (!evaluate_phase(d)) return busy_retry;
   TimestampTz next = earliest(earliest(d.next_scheduled, d.next_lease), earliest(d.next_purge, next_timer(d)));
   // More due work than one batch: come straight back.
   return next;

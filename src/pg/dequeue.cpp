@@ -30,6 +30,7 @@
 #include "pg/job_row.hpp"
 #include "pg/lines.hpp"
 #include "pg/pg.hpp"
+#include "pg/claims.hpp"
 #include "pg/shmem.hpp"
 #include "pg/spi.hpp"
 #include "pg/xact.hpp"
@@ -119,17 +120,24 @@ SPIPlanPtr free_one = nullptr, free_all = nullptr;
 SPIPlanPtr budgeted_one = nullptr, budgeted_all = nullptr;
 SPIPlanPtr offered_plan = nullptr, lock_plan = nullptr;
 
+// One statement when nothing budgeted is in sight. The ids are chosen in a
+// sub-select (FOR UPDATE SKIP LOCKED) whose array the UPDATE finds by primary
+// key: a shape whose generic plan cannot turn into a join over the table.
+// Per-queue statements order by (queue, priority, id) so that only the
+// per-queue index gives their order.
 SPIPlanPtr fast_plan(bool all) {
   if (all)
     return prepared(fast_all,
-                    "UPDATE zizq._jobs j SET " ZIZQ_TAKE_SET " FROM (SELECT id AS cid FROM zizq._jobs WHERE status = 'ready' "
-                    "AND budget_ids IS NULL ORDER BY priority, id LIMIT $1 FOR UPDATE SKIP LOCKED) c "
-                    "WHERE j.id = c.cid RETURNING " ZIZQ_JOB_COLUMNS,
+                    "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET " WHERE id = ANY (ARRAY(SELECT id FROM zizq._jobs "
+                    "WHERE status = 'ready' AND budget_ids IS NULL AND zizq._claim(id) ORDER BY priority, id LIMIT $1 "
+                    "FOR UPDATE SKIP LOCKED)) "
+                    "RETURNING " ZIZQ_JOB_COLUMNS,
                     {INT4OID, INT8OID, INT8OID});
   return prepared(fast_one,
-                  "UPDATE zizq._jobs j SET " ZIZQ_TAKE_SET " FROM (SELECT id AS cid FROM zizq._jobs WHERE status = 'ready' "
-                  "AND budget_ids IS NULL AND queue = $4 ORDER BY priority, id LIMIT $1 FOR UPDATE SKIP LOCKED) c "
-                  "WHERE j.id = c.cid RETURNING " ZIZQ_JOB_COLUMNS,
+                  "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET " WHERE id = ANY (ARRAY(SELECT id FROM zizq._jobs "
+                  "WHERE status = 'ready' AND budget_ids IS NULL AND queue = $4 AND zizq._claim(id) "
+                  "ORDER BY queue, priority, id LIMIT $1 "
+                  "FOR UPDATE SKIP LOCKED)) RETURNING " ZIZQ_JOB_COLUMNS,
                   {INT4OID, INT8OID, INT8OID, TEXTOID});
 }
 
@@ -137,11 +145,11 @@ SPIPlanPtr free_plan(bool all) {
   if (all)
     return prepared(free_all,
                     "SELECT id, priority, queue FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL "
-                    "ORDER BY priority, id FOR UPDATE SKIP LOCKED",
+                    "AND zizq._claim(id) ORDER BY priority, id FOR UPDATE SKIP LOCKED",
                     {});
   return prepared(free_one,
                   "SELECT id, priority, queue FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL "
-                  "AND queue = $1 ORDER BY priority, id FOR UPDATE SKIP LOCKED",
+                  "AND queue = $1 AND zizq._claim(id) ORDER BY queue, priority, id FOR UPDATE SKIP LOCKED",
                   {TEXTOID});
 }
 
@@ -154,8 +162,8 @@ SPIPlanPtr budgeted_plan(bool all) {
                     {INT4OID, INT8OID, INT4OID});
   return prepared(budgeted_one,
                   "SELECT id, priority, queue, budget_ids, budget_costs FROM zizq._jobs WHERE status = 'ready' "
-                  "AND budget_ids IS NOT NULL AND NOT parked AND queue = $4 AND (priority, id) > ($1, $2) "
-                  "ORDER BY priority, id LIMIT $3",
+                  "AND budget_ids IS NOT NULL AND NOT parked AND queue = $4 AND (queue, priority, id) > ($4, $1, $2) "
+                  "ORDER BY queue, priority, id LIMIT $3",
                   {INT4OID, INT8OID, INT4OID, TEXTOID});
 }
 
@@ -422,6 +430,9 @@ uint64 fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, Me
                    r.nqueues == 1 ? CStringGetTextDatum(r.queues[0]) : 0};
   char nulls[4] = {' ', r.leased ? 'n' : ' ', r.leased ? ' ' : 'n', ' '};
   uint64 rows = run_plan(fast_plan(r.nqueues == 0), args, nulls, false);
+  int64 *taken = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(rows, 1)));
+  for (uint64 i = 0; i < rows; ++i) taken[i] = column_int64(i, 1);
+  drop_unused_claims(taken, static_cast<int>(rows));
   reserve_ops(static_cast<int>(rows) + 1);
   note_taken(r, rows);
   emit_taken(rows, store, desc, out);
@@ -515,6 +526,7 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
   loaded = shared->budgets_loaded;
   LWLockRelease(shared->budget_lock);
 
+  begin_claim_batch();
   const int page = ZZ_MIN(r.max_jobs * 2 + 8, 1000);
   Stream offered = loaded ? read_offers(r) : Stream{nullptr, 0, 0, true};
   BudgetedStream budgeted{{nullptr, 0, 0, true}, -1, 0};
@@ -573,6 +585,7 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
   int64 *ids = static_cast<int64 *>(palloc(sizeof(int64) * (nfree + ntaken + 1)));
   for (int i = 0; i < nfree; ++i) ids[i] = free_ids[i];
   for (int i = 0; i < ntaken; ++i) ids[nfree + i] = taken[i].id;
+  drop_unused_claims(ids, nfree + ntaken);  // heads the free cursors read ahead
   return take(r, ids, nfree + ntaken, store, desc, out);
 }
 
@@ -663,27 +676,36 @@ Datum zizq_dequeue(PG_FUNCTION_ARGS) {
   MemoryContext scratch = AllocSetContextCreate(CurrentMemoryContext, "zizq dequeue", ALLOCSET_DEFAULT_SIZES);
   TimestampTz deadline = GetCurrentTimestamp() + r.wait_ms * 1000;
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
-  if (r.wait_ms > 0) register_waiter(r);
-  PG_TRY();
-  {
-    for (;;) {
-      if (r.wait_ms > 0) ResetLatch(MyLatch);
-      MemoryContext old = MemoryContextSwitchTo(scratch);
-      uint64 got = attempt(r, rsinfo->setResult, rsinfo->setDesc, out);
-      MemoryContextSwitchTo(old);
-      MemoryContextReset(scratch);
-      if (got > 0 || r.wait_ms == 0) break;
-      long remaining = (deadline - GetCurrentTimestamp() + 999) / 1000;
-      if (remaining <= 0) break;
-      (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, remaining, PG_WAIT_EXTENSION);
-      CHECK_FOR_INTERRUPTS();
+  // First attempt without registering: a busy queue never pays for waiting.
+  MemoryContext old = MemoryContextSwitchTo(scratch);
+  uint64 got = attempt(r, rsinfo->setResult, rsinfo->setDesc, out);
+  MemoryContextSwitchTo(old);
+  MemoryContextReset(scratch);
+  if (got == 0 && r.wait_ms > 0) {
+    // Registered before each look, so that a commit between the look and the
+    // sleep sets the latch: no wake-up is lost.
+    register_waiter(r);
+    PG_TRY();
+    {
+      for (;;) {
+        ResetLatch(MyLatch);
+        old = MemoryContextSwitchTo(scratch);
+        got = attempt(r, rsinfo->setResult, rsinfo->setDesc, out);
+        MemoryContextSwitchTo(old);
+        MemoryContextReset(scratch);
+        if (got > 0) break;
+        long remaining = (deadline - GetCurrentTimestamp() + 999) / 1000;
+        if (remaining <= 0) break;
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, remaining, PG_WAIT_EXTENSION);
+        CHECK_FOR_INTERRUPTS();
+      }
     }
+    PG_FINALLY();
+    {
+      unregister_waiter();
+    }
+    PG_END_TRY();
   }
-  PG_FINALLY();
-  {
-    if (r.wait_ms > 0) unregister_waiter();
-  }
-  PG_END_TRY();
   SPI_finish();
   return (Datum)0;
 }

@@ -409,7 +409,7 @@ void after_insert(JobInput *jobs, const bool *inserted, int n) {
       for (int q = i + 1; q < n; ++q)
         if (inserted[q] && !jobs[q].scheduled && !jobs[q].parked && strcmp(jobs[q].queue, j.queue) == 0) ++count;
       at_commit_wake_queue(queue_hash(j.queue, strlen(j.queue)), count);
-      Async_Notify("zizq", j.queue);
+      at_commit_notify(j.queue);
     }
   }
   if (earliest != 0) at_commit_wake_dispatcher_before(earliest);

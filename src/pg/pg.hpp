@@ -23,6 +23,7 @@
 #include "core/bindings.hpp"
 #include "core/error.hpp"
 #include "core/json.hpp"
+#include "core/names.hpp"
 #include "core/policy.hpp"
 #include "core/token_bucket.hpp"
 
@@ -50,6 +51,7 @@ extern "C" {
 #include "storage/shmem.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/jsonb.h"

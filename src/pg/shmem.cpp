@@ -2,6 +2,8 @@
 // shmem.hpp for what is shared and which lock protects it).
 #include "pg/shmem.hpp"
 
+#include "pg/claims.hpp"
+
 #include <ctime>
 
 namespace zizq::pg {
@@ -14,8 +16,8 @@ Offer *offers = nullptr;
 int max_offers = 0;
 Waiter *waiters = nullptr;
 uint64 *sessions = nullptr;
-int64 *claims = nullptr;
 ReplayEntry *replay_log = nullptr;
+QueueName *notify_queues = nullptr;
 
 namespace {
 
@@ -30,8 +32,9 @@ Size fixed_size() {
   size = add_size(size, MAXALIGN(mul_size(offer_slots(), sizeof(Offer))));
   size = add_size(size, MAXALIGN(mul_size(MaxBackends, sizeof(Waiter))));
   size = add_size(size, MAXALIGN(mul_size(MaxBackends, sizeof(uint64))));
-  size = add_size(size, MAXALIGN(mul_size(kClaimSlots, sizeof(int64))));
+  size = add_size(size, MAXALIGN(claims_size()));
   size = add_size(size, MAXALIGN(mul_size(kReplaySlots, sizeof(ReplayEntry))));
+  size = add_size(size, MAXALIGN(mul_size(kNotifySlots, sizeof(QueueName))));
   return size;
 }
 
@@ -41,7 +44,7 @@ void init_shared(char *base) {
   LWLockPadded *locks = GetNamedLWLockTranche(kTranche);
   shared->budget_lock = &locks[0].lock;
   shared->waiter_lock = &locks[1].lock;
-  shared->claim_lock = &locks[2].lock;
+  shared->claim_locks = &locks[2];
   shared->epoch = static_cast<uint32>(time(nullptr));
   // Born loading: every change is logged until the dispatcher has read the
   // tables, so it never needs to wait for older transactions.
@@ -62,9 +65,11 @@ void carve(char *base) {
   p += MAXALIGN(MaxBackends * sizeof(Waiter));
   sessions = reinterpret_cast<uint64 *>(p);
   p += MAXALIGN(MaxBackends * sizeof(uint64));
-  claims = reinterpret_cast<int64 *>(p);
-  p += MAXALIGN(kClaimSlots * sizeof(int64));
+  attach_claims(p);
+  p += MAXALIGN(claims_size());
   replay_log = reinterpret_cast<ReplayEntry *>(p);
+  p += MAXALIGN(kReplaySlots * sizeof(ReplayEntry));
+  notify_queues = reinterpret_cast<QueueName *>(p);
 }
 
 void on_session_exit(int, Datum) {
@@ -100,7 +105,7 @@ TimestampTz wall_time_of(int64_t mono_us) { return GetCurrentTimestamp() + (mono
 
 void shmem_request() {
   RequestAddinShmemSpace(add_size(fixed_size(), hash_estimate_size(guc_max_budgets, sizeof(BudgetEntry))));
-  RequestNamedLWLockTranche(kTranche, 3);
+  RequestNamedLWLockTranche(kTranche, 2 + kClaimStripes);
 }
 
 void shmem_startup() {
@@ -254,66 +259,6 @@ bool has_offer(int64 job_id) {
   return false;
 }
 
-namespace {
-
-uint32 claim_slot(int64 job_id) {
-  return hash_bytes_uint32(static_cast<uint32>(job_id) ^ static_cast<uint32>(job_id >> 32)) & (kClaimSlots - 1);
-}
-
-}  // namespace
-
-Claim claim_job(int64 job_id) {
-  Claim result = Claim::Untracked;
-  LWLockAcquire(shared->claim_lock, LW_EXCLUSIVE);
-  uint32 i = claim_slot(job_id);
-  while (claims[i] != 0 && claims[i] != job_id) i = (i + 1) & (kClaimSlots - 1);
-  if (claims[i] == job_id) {
-    result = Claim::Busy;
-  } else if (shared->claim_count < kClaimSlots / 2) {
-    claims[i] = job_id;
-    shared->claim_count++;
-    result = Claim::Claimed;
-  }
-  LWLockRelease(shared->claim_lock);
-  return result;
-}
-
-void unclaim_jobs(const int64 *job_ids, int n) {
-  if (n == 0) return;
-  LWLockAcquire(shared->claim_lock, LW_EXCLUSIVE);
-  for (int k = 0; k < n; ++k) {
-    uint32 i = claim_slot(job_ids[k]);
-    while (claims[i] != 0 && claims[i] != job_ids[k]) i = (i + 1) & (kClaimSlots - 1);
-    if (claims[i] == 0) continue;
-    // Linear probing: shift later entries of the cluster back into the hole.
-    claims[i] = 0;
-    shared->claim_count--;
-    uint32 j = i;
-    for (;;) {
-      j = (j + 1) & (kClaimSlots - 1);
-      if (claims[j] == 0) break;
-      uint32 home = claim_slot(claims[j]);
-      bool movable = (i <= j) ? (home <= i || home > j) : (home <= i && home > j);
-      if (movable) {
-        claims[i] = claims[j];
-        claims[j] = 0;
-        i = j;
-      }
-    }
-  }
-  LWLockRelease(shared->claim_lock);
-}
-
-void claimed_jobs(const int64 *ids, int n, bool *claimed) {
-  LWLockAcquire(shared->claim_lock, LW_SHARED);
-  for (int k = 0; k < n; ++k) {
-    uint32 i = claim_slot(ids[k]);
-    while (claims[i] != 0 && claims[i] != ids[k]) i = (i + 1) & (kClaimSlots - 1);
-    claimed[k] = claims[i] == ids[k];
-  }
-  LWLockRelease(shared->claim_lock);
-}
-
 uint32 queue_hash(const char *queue, int len) {
   return hash_bytes(reinterpret_cast<const unsigned char *>(queue), len);
 }
@@ -355,6 +300,35 @@ void wake_dispatcher_before(TimestampTz when) {
   TimestampTz planned = shared->dispatcher_next_wake;
   if (latch != nullptr && (planned == 0 || when < planned)) SetLatch(latch);
   LWLockRelease(shared->waiter_lock);
+}
+
+void note_notify(const char *queue) {
+  bool added = false;
+  LWLockAcquire(shared->waiter_lock, LW_EXCLUSIVE);
+  bool pending = shared->notify_overflow;
+  for (int i = 0; i < shared->notify_count && !pending; ++i) pending = strcmp(notify_queues[i].name, queue) == 0;
+  if (!pending) {
+    if (shared->notify_count < kNotifySlots)
+      strlcpy(notify_queues[shared->notify_count++].name, queue, sizeof(QueueName));
+    else
+      shared->notify_overflow = true;
+    added = true;
+  }
+  Latch *dispatcher = shared->dispatcher_latch;
+  LWLockRelease(shared->waiter_lock);
+  if (added && dispatcher != nullptr) SetLatch(dispatcher);
+}
+
+int take_notifies(QueueName *out, int max, bool *overflow) {
+  LWLockAcquire(shared->waiter_lock, LW_EXCLUSIVE);
+  int n = ZZ_MIN(max, shared->notify_count);
+  memcpy(out, notify_queues, n * sizeof(QueueName));
+  memmove(notify_queues, notify_queues + n, (shared->notify_count - n) * sizeof(QueueName));
+  shared->notify_count -= n;
+  *overflow = shared->notify_overflow;
+  shared->notify_overflow = false;
+  LWLockRelease(shared->waiter_lock);
+  return n;
 }
 
 uint64 my_session_id() {

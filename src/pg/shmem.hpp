@@ -8,15 +8,15 @@
 //       a worker of their queue to take them;
 //     - the park requests: budgeted ready jobs a dequeue could not take,
 //       which the dispatcher moves into their budgets' lines.
-//   claim_lock protects
-//     - claims: budgeted jobs a dequeue has admitted in a transaction that
-//       has not ended. Other dequeues read budgeted jobs without row locks,
-//       so a job taken by an uncommitted dequeue still looks ready to them:
-//       they skip claimed jobs rather than spend tokens on them.
+//   claims (claims.hpp) have striped locks of their own.
 //   waiter_lock protects
 //     - waiters: backends blocked in dequeue(wait), with their queues;
 //     - sessions: the session id under which each backend holds jobs;
-//     - the dispatcher's latch and its next planned wake.
+//     - the dispatcher's latch and its next planned wake;
+//     - the queues to notify (NOTIFY zizq, '<queue>'): committing
+//       transactions note them here and the dispatcher sends the NOTIFYs.
+//       PostgreSQL serializes the commits of notifying transactions, so a
+//       NOTIFY per enqueue would cap throughput at one WAL flush per job.
 //
 // Shared memory is a cache of the tables: after a crash it is re-created
 // empty and the dispatcher rebuilds it. While it reads the tables (loading),
@@ -36,8 +36,8 @@ namespace zizq::pg {
 
 constexpr int kMaxWaiterQueues = 8;
 constexpr int kParkRequestSlots = 4096;
-constexpr int kClaimSlots = 1 << 16;  // a power of two
 constexpr int kReplaySlots = 16384;
+constexpr int kNotifySlots = 128;
 
 // A change to shared budget state made while the dispatcher was loading.
 struct ReplayEntry {
@@ -91,8 +91,7 @@ struct Waiter {
 struct Shared {
   LWLock *budget_lock;
   LWLock *waiter_lock;
-  LWLock *claim_lock;
-  int claim_count;  // claim_lock
+  LWLockPadded *claim_locks;  // one per claim stripe
 
   // budget_lock
   bool budgets_loaded;  // budgeted dispatch may run
@@ -107,6 +106,8 @@ struct Shared {
   bool offers_full;
 
   // waiter_lock
+  int notify_count;
+  bool notify_overflow;  // more queues than slots: notify every queue with ready jobs
   Latch *dispatcher_latch;
   TimestampTz dispatcher_next_wake;  // 0: awake and working, any hint must wake it
   bool sessions_ended;
@@ -123,8 +124,11 @@ extern Offer *offers;          // max_offers
 extern int max_offers;
 extern Waiter *waiters;        // MaxBackends, by pgprocno
 extern uint64 *sessions;       // MaxBackends, by pgprocno
-extern int64 *claims;          // kClaimSlots, open addressing, 0 = empty
 extern ReplayEntry *replay_log;  // kReplaySlots
+struct QueueName {
+  char name[core::kMaxNameBytes + 1];
+};
+extern QueueName *notify_queues;  // kNotifySlots
 
 void shmem_request();
 void shmem_startup();
@@ -150,15 +154,6 @@ bool post_offer(const Offer &o);                           // exclusive; false w
 void remove_offer(int slot);                               // exclusive
 bool has_offer(int64 job_id);                              // any
 
-// --- claims (claim_lock is taken here) -----------------------------------------
-// Claims a job for this transaction. Busy: another transaction holds it.
-// Untracked: the table is full; proceed, the row lock still decides.
-enum class Claim { Claimed, Busy, Untracked };
-Claim claim_job(int64 job_id);
-void unclaim_jobs(const int64 *job_ids, int n);
-// Marks which of `ids` are claimed (claimed[i]).
-void claimed_jobs(const int64 *ids, int n, bool *claimed);
-
 // --- waking -------------------------------------------------------------------
 uint32 queue_hash(const char *queue, int len);
 // Wakes up to `count` backends waiting in dequeue(wait) for this queue.
@@ -167,6 +162,13 @@ void wake_all_waiters();
 void wake_dispatcher();
 // Wakes the dispatcher if `when` is earlier than its planned wake.
 void wake_dispatcher_before(TimestampTz when);
+
+// --- notifications ------------------------------------------------------------
+// Notes a queue that got dispatchable jobs; wakes the dispatcher if the queue
+// was not pending already (waiter_lock is taken here).
+void note_notify(const char *queue);
+// Takes the pending queues (up to max); *overflow: notify all queues.
+int take_notifies(QueueName *out, int max, bool *overflow);
 
 // --- sessions -----------------------------------------------------------------
 // This backend's session id, registering it (and its exit hook) on first use.

@@ -8,7 +8,9 @@ SPIPlanPtr prepared(SPIPlanPtr &slot, const char *sql, std::initializer_list<Oid
   Oid argtypes[16];
   int n = 0;
   for (Oid t : types) argtypes[n++] = t;
-  SPIPlanPtr plan = SPI_prepare(sql, n, argtypes);
+  // Generic plans: the statements are fixed, their parameters do not change
+  // the best plan, and re-planning each call would cost more than running.
+  SPIPlanPtr plan = SPI_prepare_cursor(sql, n, argtypes, CURSOR_OPT_GENERIC_PLAN);
   if (plan == nullptr) elog(ERROR, "zizq: SPI_prepare failed (%s): %s", SPI_result_code_string(SPI_result), sql);
   SPI_keepplan(plan);
   slot = plan;

@@ -1,5 +1,9 @@
 // zizq triggers on zizq._jobs: the rules every path that changes a job must
 // obey, whoever runs the UPDATE or DELETE (see sql/zizq--1.0.sql, part 3).
+// BEFORE ROW triggers without WHEN clauses: the checks here cost less than
+// PostgreSQL's per-statement compilation of a WHEN qual, and nothing is
+// queued for after the statement. The work they record happens at commit
+// (xact.cpp), so a row that is not in the end updated changes nothing.
 #include "pg/pg.hpp"
 #include "pg/shmem.hpp"
 #include "pg/spi.hpp"
@@ -8,14 +12,21 @@
 namespace zizq::pg {
 namespace {
 
-// Column numbers in zizq._jobs (1-based), looked up by name once per call.
+// Attribute numbers of zizq._jobs, looked up once per relation.
 struct JobAttrs {
-  int queue, budget_ids, budget_costs, parked;
+  Oid relid;
+  int status, queue, priority, budget_ids, budget_costs, parked;
 };
 
-JobAttrs attrs_of(TupleDesc desc) {
-  return JobAttrs{SPI_fnumber(desc, "queue"), SPI_fnumber(desc, "budget_ids"), SPI_fnumber(desc, "budget_costs"),
-                  SPI_fnumber(desc, "parked")};
+const JobAttrs &attrs_of(Relation rel) {
+  static JobAttrs a{InvalidOid, 0, 0, 0, 0, 0, 0};
+  if (a.relid != RelationGetRelid(rel)) {
+    TupleDesc d = RelationGetDescr(rel);
+    a = JobAttrs{RelationGetRelid(rel),        SPI_fnumber(d, "status"),       SPI_fnumber(d, "queue"),
+                 SPI_fnumber(d, "priority"),   SPI_fnumber(d, "budget_ids"),   SPI_fnumber(d, "budget_costs"),
+                 SPI_fnumber(d, "parked")};
+  }
+  return a;
 }
 
 TriggerData *trigger_data(FunctionCallInfo fcinfo, const char *name) {
@@ -23,23 +34,72 @@ TriggerData *trigger_data(FunctionCallInfo fcinfo, const char *name) {
   return reinterpret_cast<TriggerData *>(fcinfo->context);
 }
 
+// A view of one row's columns.
+struct Row {
+  HeapTuple tuple;
+  TupleDesc desc;
+  Datum get(int att, bool *isnull) const { return heap_getattr(tuple, att, desc, isnull); }
+  bool is_status(int att, const char *status) const {
+    bool isnull = false;
+    text *t = DatumGetTextPP(get(att, &isnull));
+    size_t len = strlen(status);
+    return !isnull && VARSIZE_ANY_EXHDR(t) == len && memcmp(VARDATA_ANY(t), status, len) == 0;
+  }
+  bool flag(int att) const {
+    bool isnull = false;
+    Datum d = get(att, &isnull);
+    return !isnull && DatumGetBool(d);
+  }
+  bool is_null(int att) const {
+    bool isnull = false;
+    get(att, &isnull);
+    return isnull;
+  }
+};
+
+bool same_column(const Row &a, const Row &b, int att) {
+  bool an = false, bn = false;
+  Datum ad = a.get(att, &an), bd = b.get(att, &bn);
+  if (an || bn) return an == bn;
+  Form_pg_attribute f = TupleDescAttr(a.desc, att - 1);
+  return datumIsEqual(ad, bd, f->attbyval, f->attlen);
+}
+
 // The row's bindings; returns their number.
-int row_bindings(HeapTuple row, TupleDesc desc, const JobAttrs &a, int32 **ids, int32 **costs) {
+int bindings_of(const Row &r, const JobAttrs &a, int32 **ids, int32 **costs) {
   bool isnull = false;
-  Datum d = heap_getattr(row, a.budget_ids, desc, &isnull);
+  Datum d = r.get(a.budget_ids, &isnull);
   if (isnull) return 0;
   int n = array_int4(d, ids);
-  d = heap_getattr(row, a.budget_costs, desc, &isnull);
+  d = r.get(a.budget_costs, &isnull);
   if (isnull) return 0;
   array_int4(d, costs);
   return n;
 }
 
-HeapTuple old_row(TriggerData *td) { return td->tg_trigtuple; }
+void release_at_commit(const Row &old, const JobAttrs &a) {
+  int32 *ids, *costs;
+  int n = bindings_of(old, a, &ids, &costs);
+  reserve_ops(n);
+  for (int i = 0; i < n; ++i) at_commit_release(ids[i], costs[i]);
+}
 
-Datum trigger_result(TriggerData *td, HeapTuple row) {
-  if (TRIGGER_FIRED_AFTER(td->tg_event)) return PointerGetDatum(nullptr);
-  return PointerGetDatum(row);
+void leave_lines_at_commit(const Row &old, const JobAttrs &a) {
+  int32 *ids, *costs;
+  int n = bindings_of(old, a, &ids, &costs);
+  reserve_ops(2 * n);
+  for (int k = 0; k < n; ++k) {
+    at_commit_parked_drop(ids[k], k);
+    at_commit_dirty(ids[k]);
+  }
+}
+
+void announce_ready(const Row &row, const JobAttrs &a) {
+  bool isnull = false;
+  char *queue = TextDatumGetCString(row.get(a.queue, &isnull));
+  reserve_ops(1);
+  at_commit_wake_queue(queue_hash(queue, strlen(queue)), 1);
+  at_commit_notify(queue);
 }
 
 }  // namespace
@@ -49,62 +109,46 @@ using namespace zizq::pg;
 
 extern "C" {
 
-// A job left in_flight: its budgets get their in-flight cost back at commit.
-PG_FUNCTION_INFO_V1(zizq_trg_flight_exit);
-Datum zizq_trg_flight_exit(PG_FUNCTION_ARGS) {
-  TriggerData *td = trigger_data(fcinfo, "zizq_trg_flight_exit");
-  if (shared == nullptr) return PointerGetDatum(nullptr);
-  TupleDesc desc = td->tg_relation->rd_att;
-  JobAttrs a = attrs_of(desc);
-  int32 *ids, *costs;
-  int n = row_bindings(old_row(td), desc, a, &ids, &costs);
-  reserve_ops(n);
-  for (int i = 0; i < n; ++i) at_commit_release(ids[i], costs[i]);
-  return PointerGetDatum(nullptr);
-}
+PG_FUNCTION_INFO_V1(zizq_trg_job_update);
+Datum zizq_trg_job_update(PG_FUNCTION_ARGS) {
+  TriggerData *td = trigger_data(fcinfo, "zizq_trg_job_update");
+  if (shared == nullptr) return PointerGetDatum(td->tg_newtuple);
+  const JobAttrs &a = attrs_of(td->tg_relation);
+  TupleDesc desc = RelationGetDescr(td->tg_relation);
+  Row old{td->tg_trigtuple, desc}, now{td->tg_newtuple, desc};
 
-// A parked job is leaving its lines (dispatched, moved, rebound, deleted):
-// its budgets' parked counts drop at commit and the dispatcher re-evaluates
-// them. Before an UPDATE that changes its place, the row is unparked.
-PG_FUNCTION_INFO_V1(zizq_trg_unpark);
-Datum zizq_trg_unpark(PG_FUNCTION_ARGS) {
-  TriggerData *td = trigger_data(fcinfo, "zizq_trg_unpark");
-  TupleDesc desc = td->tg_relation->rd_att;
-  JobAttrs a = attrs_of(desc);
-  HeapTuple result = TRIGGER_FIRED_BY_UPDATE(td->tg_event) ? td->tg_newtuple : td->tg_trigtuple;
-  if (shared != nullptr) {
-    int32 *ids, *costs;
-    int n = row_bindings(old_row(td), desc, a, &ids, &costs);
-    reserve_ops(2 * n);
-    for (int k = 0; k < n; ++k) {
-      at_commit_parked_drop(ids[k], k);
-      at_commit_dirty(ids[k]);
-    }
-  }
-  if (TRIGGER_FIRED_BEFORE(td->tg_event) && TRIGGER_FIRED_BY_UPDATE(td->tg_event)) {
-    bool isnull = false;
-    if (DatumGetBool(heap_getattr(result, a.parked, desc, &isnull))) {
+  if (old.is_status(a.status, "in_flight") && !now.is_status(a.status, "in_flight") && !old.is_null(a.budget_ids))
+    release_at_commit(old, a);
+
+  bool was_parked = old.flag(a.parked);
+  bool moved = !same_column(old, now, a.status) || !same_column(old, now, a.queue) ||
+               !same_column(old, now, a.priority) || !same_column(old, now, a.budget_ids) ||
+               !same_column(old, now, a.budget_costs);
+  if (was_parked && (!now.flag(a.parked) || moved)) {
+    leave_lines_at_commit(old, a);
+    if (now.flag(a.parked)) {
       int col = a.parked;
       Datum value = BoolGetDatum(false);
       bool null = false;
-      result = heap_modify_tuple_by_cols(result, desc, 1, &col, &value, &null);
+      now.tuple = heap_modify_tuple_by_cols(now.tuple, desc, 1, &col, &value, &null);
     }
   }
-  return trigger_result(td, result);
+
+  if (now.is_status(a.status, "ready") && !now.flag(a.parked) &&
+      (!old.is_status(a.status, "ready") || was_parked || moved))
+    announce_ready(now, a);
+  return PointerGetDatum(now.tuple);
 }
 
-// A job became dispatchable through an UPDATE: wake a worker of its queue at
-// commit and notify LISTEN zizq.
-PG_FUNCTION_INFO_V1(zizq_trg_ready);
-Datum zizq_trg_ready(PG_FUNCTION_ARGS) {
-  TriggerData *td = trigger_data(fcinfo, "zizq_trg_ready");
-  TupleDesc desc = td->tg_relation->rd_att;
-  bool isnull = false;
-  Datum queue = heap_getattr(td->tg_newtuple, attrs_of(desc).queue, desc, &isnull);
-  char *name = TextDatumGetCString(queue);
-  if (shared != nullptr) at_commit_wake_queue(queue_hash(name, strlen(name)), 1);
-  Async_Notify("zizq", name);
-  return PointerGetDatum(nullptr);
+PG_FUNCTION_INFO_V1(zizq_trg_job_delete);
+Datum zizq_trg_job_delete(PG_FUNCTION_ARGS) {
+  TriggerData *td = trigger_data(fcinfo, "zizq_trg_job_delete");
+  if (shared == nullptr) return PointerGetDatum(td->tg_trigtuple);
+  const JobAttrs &a = attrs_of(td->tg_relation);
+  Row old{td->tg_trigtuple, RelationGetDescr(td->tg_relation)};
+  if (old.is_status(a.status, "in_flight") && !old.is_null(a.budget_ids)) release_at_commit(old, a);
+  if (old.flag(a.parked)) leave_lines_at_commit(old, a);
+  return PointerGetDatum(td->tg_trigtuple);
 }
 
 }  // extern "C"

@@ -3,6 +3,7 @@
 
 #include "core/token_bucket.hpp"
 
+#include "pg/claims.hpp"
 #include "pg/shmem.hpp"
 
 namespace zizq::pg {
@@ -25,6 +26,7 @@ enum class Kind : uint8 {
   WakeQueue,
   WakeDispatcher,
   WakeDispatcherBefore,
+  Notify,
   Consumed,
 };
 
@@ -35,6 +37,7 @@ struct Op {
   int32 value;  // cost, position or job count
   uint32 hash;
   int64 job;    // Claim
+  const char *queue;  // Notify (TopTransactionContext)
   TimestampTz when;
   core::Policy policy;
 };
@@ -198,6 +201,12 @@ void commit_all() {
       }
     wake_waiters(ops[i].hash, count);
   }
+  for (int i = 0; i < nops; ++i) {
+    if (ops[i].kind != Kind::Notify) continue;
+    bool seen = false;
+    for (int j = 0; j < i && !seen; ++j) seen = ops[j].kind == Kind::Notify && strcmp(ops[j].queue, ops[i].queue) == 0;
+    if (!seen) note_notify(ops[i].queue);
+  }
   if (wake_dispatcher_now)
     wake_dispatcher();
   else if (wake_before != 0)
@@ -336,6 +345,12 @@ void at_commit_wake_queue(uint32 queue_hash, int jobs) {
 }
 
 void at_commit_wake_dispatcher() { push(Kind::WakeDispatcher); }
+
+void at_commit_notify(const char *queue) {
+  reserve_ops(1);
+  char *copy = MemoryContextStrdup(TopTransactionContext, queue);
+  push(Kind::Notify).queue = copy;
+}
 void at_commit_wake_dispatcher_before(TimestampTz when) { push(Kind::WakeDispatcherBefore).when = when; }
 
 }  // namespace zizq::pg

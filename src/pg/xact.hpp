@@ -49,6 +49,8 @@ void at_commit_drop_budget(int32 budget);
 void at_commit_reset_budgets();
 void at_commit_dirty(int32 budget);
 void at_commit_wake_queue(uint32 queue_hash, int jobs);
+// LISTEN zizq listeners of this queue are notified (by the dispatcher).
+void at_commit_notify(const char *queue);
 void at_commit_wake_dispatcher();
 void at_commit_wake_dispatcher_before(TimestampTz when);
 

@@ -4,7 +4,7 @@
 use strict;
 use warnings;
 use FindBin;
-use lib $FindBin::RealBin;
+use lib "$FindBin::RealBin/../perl";
 use PostgreSQL::Test::Utils;
 use Test::More;
 use ZizqNode;

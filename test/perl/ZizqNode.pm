@@ -1,5 +1,5 @@
 # A PostgreSQL::Test::Cluster with zizq preloaded and installed, for the
-# crash tests. Crash restarts are on: PostgreSQL::Test::Cluster turns them
+# TAP tests (crash tests, wake-ups). Crash restarts are on: PostgreSQL::Test::Cluster turns them
 # off by default.
 package ZizqNode;
 

@@ -1,0 +1,139 @@
+// zizq claims (see claims.hpp).
+#include "pg/claims.hpp"
+
+#include <algorithm>
+
+#include "pg/shmem.hpp"
+#include "pg/xact.hpp"
+
+namespace zizq::pg {
+namespace {
+
+constexpr int kSlotsPerStripe = 4096;  // a power of two
+
+struct Stripe {
+  int count;
+  int64 slots[kSlotsPerStripe];  // 0 = empty
+};
+
+Stripe *stripes = nullptr;
+
+uint32 mix(int64 job_id) {
+  return hash_bytes_uint32(static_cast<uint32>(job_id) ^ static_cast<uint32>(job_id >> 32));
+}
+
+Stripe &stripe_of(uint32 h) { return stripes[h % kClaimStripes]; }
+LWLock *lock_of(uint32 h) { return &shared->claim_locks[h % kClaimStripes].lock; }
+uint32 home_of(uint32 h) { return (h / kClaimStripes) & (kSlotsPerStripe - 1); }
+
+uint32 find_slot(const Stripe &st, uint32 h, int64 job_id) {
+  uint32 i = home_of(h);
+  while (st.slots[i] != 0 && st.slots[i] != job_id) i = (i + 1) & (kSlotsPerStripe - 1);
+  return i;
+}
+
+// Linear probing: shift later entries of the cluster back into the hole.
+void erase_at(Stripe &st, uint32 i) {
+  st.slots[i] = 0;
+  st.count--;
+  uint32 j = i;
+  for (;;) {
+    j = (j + 1) & (kSlotsPerStripe - 1);
+    if (st.slots[j] == 0) return;
+    uint32 home = home_of(mix(st.slots[j]));
+    bool movable = (i <= j) ? (home <= i || home > j) : (home <= i && home > j);
+    if (movable) {
+      st.slots[i] = st.slots[j];
+      st.slots[j] = 0;
+      i = j;
+    }
+  }
+}
+
+// This attempt's SQL-made claims (kept for the backend's life).
+int64 *batch = nullptr;
+int batch_count = 0, batch_capacity = 0;
+
+}  // namespace
+
+Size claims_size() { return mul_size(kClaimStripes, sizeof(Stripe)); }
+
+void attach_claims(char *base) { stripes = reinterpret_cast<Stripe *>(base); }
+
+Claim claim_job(int64 job_id) {
+  uint32 h = mix(job_id);
+  Stripe &st = stripe_of(h);
+  Claim result = Claim::Untracked;
+  LWLockAcquire(lock_of(h), LW_EXCLUSIVE);
+  uint32 i = find_slot(st, h, job_id);
+  if (st.slots[i] == job_id) {
+    result = Claim::Busy;
+  } else if (st.count < kSlotsPerStripe / 2) {
+    st.slots[i] = job_id;
+    st.count++;
+    result = Claim::Claimed;
+  }
+  LWLockRelease(lock_of(h));
+  return result;
+}
+
+void unclaim_jobs(const int64 *job_ids, int n) {
+  for (int k = 0; k < n; ++k) {
+    uint32 h = mix(job_ids[k]);
+    Stripe &st = stripe_of(h);
+    LWLockAcquire(lock_of(h), LW_EXCLUSIVE);
+    uint32 i = find_slot(st, h, job_ids[k]);
+    if (st.slots[i] == job_ids[k]) erase_at(st, i);
+    LWLockRelease(lock_of(h));
+  }
+}
+
+void claimed_jobs(const int64 *ids, int n, bool *claimed) {
+  for (int k = 0; k < n; ++k) {
+    uint32 h = mix(ids[k]);
+    const Stripe &st = stripe_of(h);
+    LWLockAcquire(lock_of(h), LW_SHARED);
+    claimed[k] = st.slots[find_slot(st, h, ids[k])] == ids[k];
+    LWLockRelease(lock_of(h));
+  }
+}
+
+void begin_claim_batch() { batch_count = 0; }
+
+void drop_unused_claims(const int64 *taken, int ntaken) {
+  for (int i = 0; i < batch_count; ++i)
+    if (std::find(taken, taken + ntaken, batch[i]) == taken + ntaken) drop_claim_now(batch[i]);
+  batch_count = 0;
+}
+
+}  // namespace zizq::pg
+
+using namespace zizq::pg;
+
+extern "C" {
+
+// zizq._claim(id): claims a job for the current dequeue (see claims.hpp);
+// false when another transaction holds it. Used as the last filter of the
+// unbudgeted dequeue statements, before FOR UPDATE SKIP LOCKED.
+PG_FUNCTION_INFO_V1(zizq_claim);
+Datum zizq_claim(PG_FUNCTION_ARGS) {
+  int64 id = PG_GETARG_INT64(0);
+  if (batch == nullptr) {
+    batch_capacity = 256;
+    batch = static_cast<int64 *>(MemoryContextAlloc(TopMemoryContext, batch_capacity * sizeof(int64)));
+  }
+  if (batch_count == batch_capacity) {
+    batch_capacity *= 2;
+    batch = static_cast<int64 *>(repalloc(batch, batch_capacity * sizeof(int64)));
+  }
+  reserve_ops(1);
+  Claim c = claim_job(id);
+  if (c == Claim::Busy) PG_RETURN_BOOL(false);
+  if (c == Claim::Claimed) {
+    record_claim(id);
+    batch[batch_count++] = id;
+  }
+  PG_RETURN_BOOL(true);
+}
+
+}  // extern "C"

@@ -1,0 +1,37 @@
+// zizq claims: jobs a dequeue has taken in a transaction that has not ended.
+//
+// Other dequeues see such a job as ready in their snapshots until that
+// transaction commits. Unbudgeted jobs would cost them a failed row lock
+// (through the heavyweight lock manager) each; budgeted ones would cost
+// tokens spent and refunded, and a line blocked meanwhile. So a dequeue
+// claims a job before it locks it, and passes over jobs another holds: the
+// claim set is a SKIP LOCKED that costs a shared-memory probe.
+//
+// Claims are hints: a row lock still decides who takes a job. They live in
+// striped open-addressing tables (one LWLock per stripe) and are dropped
+// when their transaction ends, committed or not.
+#pragma once
+
+#include "pg/pg.hpp"
+
+namespace zizq::pg {
+
+constexpr int kClaimStripes = 16;
+
+Size claims_size();
+void attach_claims(char *base);
+
+// Claimed: ours now. Busy: another transaction holds it. Untracked: the
+// table is full; proceed, the row lock decides.
+enum class Claim { Claimed, Busy, Untracked };
+Claim claim_job(int64 job_id);
+void unclaim_jobs(const int64 *job_ids, int n);
+// claimed[i]: whether ids[i] is claimed by anyone.
+void claimed_jobs(const int64 *ids, int n, bool *claimed);
+
+// The claims made through zizq._claim() (SQL) by this backend's current
+// dequeue attempt: those not taken are dropped after the statement.
+void begin_claim_batch();
+void drop_unused_claims(const int64 *taken, int ntaken);
+
+}  // namespace zizq::pg

@@ -1,0 +1,105 @@
+# LISTEN zizq (SPEC §2 "Wake-ups"): a queue is notified once the enqueue
+# commits, never before and never for a rolled-back enqueue. The dispatcher
+# sends the notifications, so they arrive asynchronously: every wait here
+# polls the listener until a marker queue's notification shows up. The
+# marker's enqueue commits after the step under test, and the dispatcher
+# drains pending notifications in commit order, so a notification the step
+# had wrongly queued would have arrived by then.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PostgreSQL::Test::Utils;
+use Test::More;
+use ZizqNode;
+
+my $node = ZizqNode::start('notify');
+my $listener = $node->background_psql('postgres');
+$listener->query_safe('LISTEN zizq');
+my $producer = $node->background_psql('postgres');
+
+my $heard = '';
+
+# Polls the listener until queue $queue is notified; returns everything
+# heard meanwhile.
+sub hear_until
+{
+	my ($queue) = @_;
+	my $log = '';
+	for (1 .. 3000)
+	{
+		$log .= $listener->query_safe('SELECT 1');
+		return $log if $log =~ /notification "zizq" with payload "\Q$queue\E"/;
+		select(undef, undef, undef, 0.01);
+	}
+	die "no notification for queue $queue; heard: $log";
+}
+
+sub notified
+{
+	my ($log, $queue) = @_;
+	return $log =~ /notification "zizq" with payload "\Q$queue\E"/;
+}
+
+sub enqueue_marker
+{
+	my ($name) = @_;
+	$node->safe_psql('postgres', "SELECT zizq.enqueue('$name', 't')");
+}
+
+# Not before commit.
+$producer->query_safe('BEGIN');
+$producer->query_safe(q{SELECT count(*) FROM zizq.enqueue_many(jsonb_build_array(
+	jsonb_build_object('queue', 'mail', 'type', 'a'), jsonb_build_object('queue', 'mail', 'type', 'b'),
+	jsonb_build_object('queue', 'sms', 'type', 'c')))});
+enqueue_marker('marker1');
+my $log = hear_until('marker1');
+ok(!notified($log, 'mail') && !notified($log, 'sms'), 'no notification before the enqueue commits');
+
+# At commit, once per queue.
+$producer->query_safe('COMMIT');
+$log = hear_until('sms');
+$log .= hear_until('mail') unless notified($log, 'mail');
+enqueue_marker('marker2');
+$log .= hear_until('marker2');
+my $mails = () = $log =~ /payload "mail"/g;
+is($mails, 1, 'two jobs of one queue in one transaction: one notification');
+
+# Never for a rolled-back enqueue.
+$producer->query_safe('BEGIN');
+$producer->query_safe(q{SELECT zizq.enqueue('gone', 't')});
+$producer->query_safe('ROLLBACK');
+enqueue_marker('marker3');
+$log = hear_until('marker3');
+ok(!notified($log, 'gone'), 'no notification for a rolled-back enqueue');
+
+# A scheduled job's queue is notified when the dispatcher promotes it.
+$node->safe_psql('postgres',
+	q{SELECT zizq.enqueue('later', 't', ready_at => clock_timestamp() + interval '200 milliseconds')});
+$log = hear_until('later');
+is($node->safe_psql('postgres', q{SELECT status FROM zizq.jobs WHERE queue = 'later'}),
+	'ready', 'a promoted job is notified once it is ready');
+
+# A job parked on a budget is notified when its token is due.
+$node->safe_psql('postgres', q{
+	SELECT zizq.define_budget('one', 1, 'while_in_flight');
+	SELECT zizq.enqueue('held', 't', budgets => '[{"key": "one"}]');
+	SELECT zizq.enqueue('held', 't', budgets => '[{"key": "one"}]');
+});
+hear_until('held');    # the enqueue's own notification
+# Jobs of a session stay taken while it lives: the worker is $producer.
+my $first = $producer->query_safe(q{SELECT id FROM zizq.dequeue(ARRAY['held'], 1)});
+is($producer->query_safe(q{SELECT count(*) FROM zizq.dequeue(ARRAY['held'], 1)}),
+	'0', 'the second job waits for the token');
+enqueue_marker('marker4');
+$log = hear_until('marker4');
+ok(!notified($log, 'held'), 'no notification while the token is out');
+$producer->query_safe("SELECT zizq.complete($first)");
+hear_until('held');
+is($producer->query_safe(q{SELECT count(*) FROM zizq.dequeue(ARRAY['held'], 1)}),
+	'1', 'the notified job can be taken');
+
+$listener->quit;
+$producer->quit;
+$node->stop;
+done_testing();
