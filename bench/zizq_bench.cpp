@@ -115,34 +115,52 @@ void enqueue_jobs(Conn &c, int n, const std::string &queue, const std::string &b
 // Runs `body` on n threads, each with its own connection made and warmed
 // before the clock starts; returns the seconds from the start signal to the
 // last end.
-double timed_workers(int n, const std::function<void(Conn &)> &body) {
+// The end of the timed work: the first crossing counts. Workers still
+// blocked in dequeue(wait) afterwards are not timed.
+class FinishLine {
+ public:
+  void cross() {
+    std::call_once(once_, [this] { at_ = now_s(); });
+  }
+  double at() const { return at_; }
+
+ private:
+  std::once_flag once_;
+  double at_ = 0;
+};
+
+// Runs `body` on n connections made (and, for workers, warmed) beforehand;
+// returns the instant they were all let go.
+double timed_workers(int n, const std::function<void(Conn &)> &body, bool warm = true) {
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
-  double start = 0;
   std::vector<std::thread> threads;
   for (int i = 0; i < n; ++i)
     threads.emplace_back([&] {
       Conn c;
       // Warm the connection as a long-lived worker is: zizq's statements
       // planned, caches filled (an empty dequeue and complete).
-      c.exec("SELECT count(*) FROM zizq.dequeue(ARRAY['warm-up'], 1)");
-      c.exec("SELECT zizq.complete('{}'::bigint[])");
+      if (warm) {
+        c.exec("SELECT count(*) FROM zizq.dequeue(ARRAY['warm-up'], 1)");
+        c.exec("SELECT zizq.complete('{}'::bigint[])");
+      }
       ++ready;
       while (!go.load()) std::this_thread::yield();
       body(c);
     });
   while (ready.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  start = now_s();
+  double start = now_s();
   go = true;
   for (auto &t : threads) t.join();
-  return now_s() - start;
+  return start;
 }
 
-// W workers dequeue `batch` at a time and complete in bulk until the queue
-// has nothing left; returns seconds (connections are made beforehand).
+// W workers dequeue `batch` at a time and complete in bulk until `total`
+// jobs are done; returns the seconds from start to the last completion.
 double drain_queue(const Args &a, const std::string &queue, int batch, int64_t total) {
   std::atomic<int64_t> done{0};
-  return timed_workers(a.workers, [&](Conn &c) {
+  FinishLine finish;
+  double start = timed_workers(a.workers, [&](Conn &c) {
     while (done.load() < total) {
       auto r = c.exec("SELECT array_agg(id) FROM zizq.dequeue(ARRAY[$1], $2::int, wait => '200 ms')",
                       {queue, std::to_string(batch)});
@@ -153,9 +171,10 @@ double drain_queue(const Args &a, const std::string &queue, int batch, int64_t t
         c.exec("SELECT zizq.complete($1::bigint)", {ids.substr(1, ids.size() - 2)});
       else
         c.exec("SELECT zizq.complete($1::bigint[])", {ids});
-      done += n;
+      if ((done += n) >= total) finish.cross();
     }
   });
+  return finish.at() - start;
 }
 
 // ---- scenarios ------------------------------------------------------------------
@@ -164,9 +183,10 @@ void enqueue_single(const Args &a) {
   Conn c;
   fresh(c);
   std::atomic<int> next{0};
-  double s = timed_workers(a.producers, [&](Conn &p) {
+  double start = timed_workers(a.producers, [&](Conn &p) {
     while (next.fetch_add(1) < a.n) p.exec("SELECT (zizq.enqueue('bench', 'noop', '{\"x\": 1}')).id");
-  });
+  }, /*warm=*/false);
+  double s = now_s() - start;
   report(a, std::to_string(a.producers) + " producers, one job per call", a.n / s, "jobs/s");
 }
 
@@ -191,53 +211,82 @@ void drain(const Args &a, int batch, const std::string &budgets_sql, const std::
   report(a, config, a.n / s, "jobs/s", {{"n", std::to_string(a.n)}, {"seconds", fmt("%.3f", s)}});
 }
 
+// Enqueue-to-start latencies, measured at the clients as the peers'
+// scripts do: from the moment the producer's enqueue call returned (its
+// commit done; a lower bound) and from the moment it was made (an upper
+// bound), to the moment a worker's dequeue returned the job.
+class Latencies {
+ public:
+  void enqueued(const std::string &id, double called, double returned) {
+    std::lock_guard<std::mutex> lock(mu_);
+    sent_[id] = {called, returned};
+  }
+  void started(const std::string &id, double at) {
+    std::lock_guard<std::mutex> lock(mu_);
+    started_[id] = at;
+  }
+  size_t count() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return started_.size();
+  }
+  // Milliseconds, for the jobs whose both ends were seen.
+  std::vector<double> from_return() const { return collect(true); }
+  std::vector<double> from_call() const { return collect(false); }
+
+ private:
+  std::vector<double> collect(bool after_return) const {
+    std::vector<double> ms;
+    for (const auto &[id, at] : started_) {
+      auto it = sent_.find(id);
+      if (it != sent_.end()) ms.push_back((at - (after_return ? it->second.second : it->second.first)) * 1000);
+    }
+    return ms;
+  }
+  std::mutex mu_;
+  std::map<std::string, std::pair<double, double>> sent_;
+  std::map<std::string, double> started_;
+};
+
 void latency(const Args &a) {
   Conn c;
   fresh(c);
-  std::mutex mu;
-  std::map<std::string, double> committed;  // job id -> when its enqueue committed
-  std::vector<double> ms;
-  std::atomic<int> received{0};
+  Latencies lat;
   std::atomic<bool> stop{false};
   std::vector<std::thread> workers;
+  std::atomic<int> ready{0};
   for (int w = 0; w < 4; ++w)
     workers.emplace_back([&] {
       Conn wc;
+      ++ready;
       while (!stop.load()) {
         auto r = wc.exec("SELECT id FROM zizq.dequeue(ARRAY['lat'], 1, wait => '1 s')");
         double t = now_s();
         if (r.rows() == 0) continue;
+        lat.started(r.get(0, 0), t);
         wc.exec("SELECT zizq.complete($1::bigint)", {r.get(0, 0)});
-        std::lock_guard<std::mutex> lock(mu);
-        ms.push_back((t - committed[r.get(0, 0)]) * 1000);
-        ++received;
       }
     });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  int n = std::min(a.n, 1000);
-  for (int i = 0; i < n; ++i) {
-    // The enqueue's commit returns to the client just after it is visible;
-    // the worker's wake-up is measured from here.
+  while (ready.load() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all blocked in dequeue(wait)
+  size_t n = static_cast<size_t>(std::min(a.n, 1000));
+  for (size_t i = 0; i < n; ++i) {
+    double called = now_s();
     auto r = c.exec("SELECT id FROM zizq.enqueue('lat', 'noop')");
-    double t = now_s();
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      committed[r.get(0, 0)] = t;
-    }
-    while (received.load() <= i) std::this_thread::sleep_for(std::chrono::microseconds(100));
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    lat.enqueued(r.get(0, 0), called, now_s());
+    while (lat.count() <= i) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the workers back in dequeue(wait)
   }
   stop = true;
   for (auto &t : workers) t.join();
-  report(a, "1 producer, 4 workers blocked in dequeue(wait), one job at a time", percentile(ms, 50), "ms p50",
-         {{"latency_ms", latency_json(ms)}});
+  std::vector<double> after = lat.from_return(), before = lat.from_call();
+  report(a, "1 producer, 4 workers blocked in dequeue(wait), one job at a time", percentile(after, 50),
+         "ms p50", {{"latency_ms", latency_json(after)}, {"latency_from_call_ms", latency_json(before)}});
 }
 
 void steady(const Args &a) {
   Conn c;
   fresh(c);
-  std::mutex mu;
-  std::vector<double> ms;
+  Latencies lat;
   std::atomic<bool> producing{true};
   std::atomic<long> enqueued{0}, completed{0};
   double start = now_s(), end = start + a.seconds;
@@ -245,36 +294,38 @@ void steady(const Args &a) {
   for (int w = 0; w < a.workers; ++w)
     threads.emplace_back([&] {
       Conn wc;
-      while (producing.load() || now_s() < end + 2) {
-        auto r = wc.exec("SELECT id, extract(epoch FROM clock_timestamp() - created_at) * 1000 "
-                         "FROM zizq.dequeue(ARRAY['steady'], 10, wait => '200 ms')");
-        if (r.rows() == 0) {
-          if (!producing.load()) break;
-          continue;
-        }
+      while (producing.load()) {
+        auto r = wc.exec("SELECT id FROM zizq.dequeue(ARRAY['steady'], 10, wait => '200 ms')");
+        double t = now_s();
+        if (r.rows() == 0) continue;
         std::string ids = "{";
-        for (int i = 0; i < r.rows(); ++i) ids += (i ? "," : "") + r.get(i, 0);
+        for (int i = 0; i < r.rows(); ++i) {
+          ids += (i ? "," : "") + r.get(i, 0);
+          if (t < end) lat.started(r.get(i, 0), t);
+        }
         wc.exec("SELECT zizq.complete($1::bigint[])", {ids + "}"});
-        std::lock_guard<std::mutex> lock(mu);
-        for (int i = 0; i < r.rows(); ++i) ms.push_back(r.real(i, 1));
-        completed += r.rows();
+        if (now_s() < end) completed += r.rows();
       }
     });
   for (int p = 0; p < a.producers; ++p)
     threads.emplace_back([&] {
       Conn pc;
       while (now_s() < end) {
-        pc.exec("SELECT (zizq.enqueue('steady', 'noop')).id");
+        double called = now_s();
+        auto r = pc.exec("SELECT (zizq.enqueue('steady', 'noop')).id");
+        lat.enqueued(r.get(0, 0), called, now_s());
         ++enqueued;
       }
     });
   for (int p = a.workers; p < static_cast<int>(threads.size()); ++p) threads[p].join();
   producing = false;
   for (int w = 0; w < a.workers; ++w) threads[w].join();
+  std::vector<double> after = lat.from_return(), before = lat.from_call();
   report(a, std::to_string(a.producers) + " producers (one job per call), " + std::to_string(a.workers) +
                 " workers (batches of 10)",
          completed.load() / a.seconds, "jobs/s",
-         {{"enqueued", std::to_string(enqueued.load())}, {"latency_ms", latency_json(ms)}});
+         {{"enqueued", std::to_string(enqueued.load())}, {"latency_ms", latency_json(after)},
+          {"latency_from_call_ms", latency_json(before)}});
 }
 
 void drain_many(const Args &a) {
@@ -334,9 +385,8 @@ void limited(const Args &a) {
   c.exec("SELECT zizq.define_budget('limit', $1::int, 'while_in_flight')", {std::to_string(a.limit)});
   enqueue_jobs(c, a.n, "limited", "'[{\"key\": \"limit\"}]'::jsonb");
   std::atomic<int> running{0}, peak{0}, done{0};
-  double start = now_s();
-  run_threads(a.workers, [&](int) {
-    Conn wc;
+  FinishLine finish;
+  double start = timed_workers(a.workers, [&](Conn &wc) {
     while (done.load() < a.n) {
       auto r = wc.exec("SELECT id FROM zizq.dequeue(ARRAY['limited'], 1, wait => '200 ms')");
       if (r.rows() == 0) continue;
@@ -347,10 +397,10 @@ void limited(const Args &a) {
       std::this_thread::sleep_for(std::chrono::milliseconds(a.job_ms));
       --running;
       wc.exec("SELECT zizq.complete($1::bigint)", {r.get(0, 0)});
-      ++done;
+      if (++done == a.n) finish.cross();
     }
   });
-  double s = now_s() - start;
+  double s = finish.at() - start;
   double ideal = 1000.0 * a.limit / a.job_ms;
   report(a, "while_in_flight " + std::to_string(a.limit) + ", jobs of " + std::to_string(a.job_ms) + " ms, " +
                 std::to_string(a.workers) + " workers",
@@ -363,14 +413,14 @@ void rate(const Args &a) {
   fresh(c);
   c.exec("SELECT zizq.define_budget('rate', $1::int, 'time_based', duration => '1 second', burst => 1)",
          {std::to_string(static_cast<int>(a.rate))});
-  int n = static_cast<int>(a.rate * a.seconds) + 100;
-  enqueue_jobs(c, n, "rate", "'[{\"key\": \"rate\"}]'::jsonb");
+  // Enough jobs for the window and a second more: the budget, not the
+  // backlog, sets the pace throughout.
+  size_t n = static_cast<size_t>(a.rate * (a.seconds + 1)) + 100;
+  enqueue_jobs(c, static_cast<int>(n), "rate", "'[{\"key\": \"rate\"}]'::jsonb");
   std::atomic<bool> stop{false};
   std::mutex mu;
   std::vector<double> times;
-  double start = now_s();
-  run_threads(a.workers, [&](int) {
-    Conn wc;
+  timed_workers(a.workers, [&](Conn &wc) {
     while (!stop.load()) {
       auto r = wc.exec("SELECT id FROM zizq.dequeue(ARRAY['rate'], 1, wait => '100 ms')");
       double t = now_s();
@@ -378,7 +428,7 @@ void rate(const Args &a) {
       wc.exec("SELECT zizq.complete($1::bigint)", {r.get(0, 0)});
       std::lock_guard<std::mutex> lock(mu);
       times.push_back(t);
-      if (t - start >= a.seconds + 1) stop = true;
+      if (t - times.front() >= a.seconds + 0.5 || times.size() == n) stop = true;
     }
   });
   // The rate over the steady part: from the first dispatch, `seconds` long.

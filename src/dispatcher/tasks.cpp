@@ -557,9 +557,68 @@ bool heads_other_lines(const LineJob &j, int32 budget) {
   return true;
 }
 
-// Can every budget of `j` pay its cost on top of what is already offered?
-// If not, when (nullopt: only a release can help).
-bool affordable(const LineJob &j, int64 now, std::optional<int64> *when) {
+// What one evaluation plans for a budget's lines: the offers it will post
+// in place of the ones standing there now. Affordability counts the costs
+// of other lines' offers and of this plan, not of the offers replaced.
+struct LinePlan {
+  int32 budget;
+  int n;
+  LineJob *jobs;
+  bool *standby;
+  // Per budget met: cost of this line's standing offers (replaced) and of
+  // the offers planned so far.
+  int nbudgets;
+  int32 ids[64];
+  int64 replaced[64];
+  int64 planned[64];
+
+  int slot_of(int32 id) {
+    for (int i = 0; i < nbudgets; ++i)
+      if (ids[i] == id) return i;
+    if (nbudgets == 64) return -1;
+    ids[nbudgets] = id;
+    replaced[nbudgets] = planned[nbudgets] = 0;
+    return nbudgets++;
+  }
+  int64 offered_beyond_plan(int32 id, int64 standing) {
+    int i = slot_of(id);
+    return i < 0 ? standing : standing - replaced[i] + planned[i];
+  }
+};
+
+LinePlan start_plan(int32 budget, int capacity) {
+  LinePlan p;
+  p.budget = budget;
+  p.n = 0;
+  p.jobs = static_cast<LineJob *>(palloc(sizeof(LineJob) * ZZ_MAX(capacity, 1)));
+  p.standby = static_cast<bool *>(palloc(sizeof(bool) * ZZ_MAX(capacity, 1)));
+  p.nbudgets = 0;
+  LWLockAcquire(shared->budget_lock, LW_SHARED);
+  for (int i = 0; i < shared->offer_high; ++i) {
+    const Offer &o = offers[i];
+    if (o.job_id == 0 || o.line_budget != budget || o.standby) continue;
+    for (int k = 0; k < o.nbindings; ++k) {
+      int slot = p.slot_of(o.bindings[k].budget);
+      if (slot >= 0) p.replaced[slot] += o.bindings[k].cost;
+    }
+  }
+  LWLockRelease(shared->budget_lock);
+  return p;
+}
+
+void plan_offer(LinePlan &p, const LineJob &j, bool standby) {
+  p.jobs[p.n] = j;
+  p.standby[p.n++] = standby;
+  if (standby) return;
+  for (int k = 0; k < j.nbindings; ++k) {
+    int slot = p.slot_of(j.bindings[k].budget);
+    if (slot >= 0) p.planned[slot] += j.bindings[k].cost;
+  }
+}
+
+// Can every budget of `j` pay its cost on top of what is offered (the plan
+// included)? If not, when (nullopt: only a release can help).
+bool affordable(const LineJob &j, LinePlan &plan, int64 now, std::optional<int64> *when) {
   bool ok = true;
   int64 latest = now;
   bool timed = true;
@@ -570,7 +629,7 @@ bool affordable(const LineJob &j, int64 now, std::optional<int64> *when) {
       ok = timed = false;
       continue;
     }
-    int64 need = j.bindings[b].cost + s.offered;
+    int64 need = j.bindings[b].cost + ZZ_MAX(0, plan.offered_beyond_plan(j.bindings[b].budget, s.offered));
     if (core::can_pay(s.policy, s.tokens, need, now)) continue;
     ok = false;
     // Beyond the capacity, only the standing offers being taken (or
@@ -601,20 +660,40 @@ void note_wake(Wakes &w, const char *queue) {
   }
 }
 
-bool offer(const LineJob &j, int32 line_budget) {
+// Posts one planned offer (budget_lock held exclusively).
+bool post_planned(const LineJob &j, int32 line_budget, bool standby) {
   Offer o{};
   o.job_id = j.id;
+  o.standby = standby;
   o.priority = j.priority;
   o.queue_hash = queue_hash(j.queue, strlen(j.queue));
   o.line_budget = line_budget;
   o.nbindings = j.nbindings;
   memcpy(o.bindings, j.bindings, sizeof o.bindings);
-  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
   BudgetEntry *b = find_budget(line_budget);
   o.park_version = b ? b->park_version : 0;
-  bool posted = post_offer(o);
+  return post_offer(o);
+}
+
+// Replaces the line's standing offers with the plan in one critical
+// section, so that a dequeue never finds the line without its offers
+// while it is evaluated. Wakes a worker per new offer.
+void carry_out(Dispatcher &d, const LinePlan &p, Wakes &wakes) {
+  bool *posted = static_cast<bool *>(palloc(sizeof(bool) * ZZ_MAX(p.n, 1)));
+  bool full = false;
+  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+  withdraw_line_offers(p.budget);
+  for (int i = 0; i < p.n; ++i) {
+    posted[i] = !full && post_planned(p.jobs[i], p.budget, p.standby[i]);
+    full = full || !posted[i];
+  }
   LWLockRelease(shared->budget_lock);
-  return posted;
+  if (full) add_timer(d, p.budget, monotonic_us() + 10000);  // offers full: try again shortly
+  for (int i = 0; i < p.n; ++i) {
+    if (!posted[i] || p.standby[i]) continue;
+    wake_waiters(queue_hash(p.jobs[i].queue, strlen(p.jobs[i].queue)), 1);
+    note_wake(wakes, p.jobs[i].queue);
+  }
 }
 
 // Wakes the workers that found this budget short, once it can pay again.
@@ -645,46 +724,45 @@ void serve_starved(Dispatcher &d, int32 budget, int64 now, Wakes &wakes) {
 
 void evaluate(Dispatcher &d, int32 budget, Wakes &wakes) {
   int64 now = monotonic_us();
-  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
-  withdraw_line_offers(budget);
+  LWLockAcquire(shared->budget_lock, LW_SHARED);
   Snapshot s = snapshot_of(budget);
   LWLockRelease(shared->budget_lock);
   if (!s.found) return;
-  if (any_parked(s.parked)) {
-    LineJob *jobs;
-    int n = read_lines(budget, s.parked, &jobs);
-    const char *line = nullptr;
-    bool line_done = false;
-    for (int i = 0; i < n; ++i) {
-      const LineJob &j = jobs[i];
-      if (line == nullptr || strcmp(line, j.queue) != 0) {
-        line = j.queue;
-        line_done = false;
-      }
-      if (line_done) continue;
-      std::optional<int64> when;
-      if (unparked_ahead(j, budget)) {
-        line_done = true;
-        continue;
-      }
-      if (!heads_other_lines(j, budget)) {
-        line_done = true;  // it waits in another budget's line, and its own line waits behind it
-        continue;
-      }
-      if (!affordable(j, now, &when)) {
-        if (when) add_timer(d, budget, *when);
-        line_done = true;
-        continue;
-      }
-      if (!offer(j, budget)) {
-        add_timer(d, budget, now + 10000);  // offers full: try again shortly
-        line_done = true;
-        continue;
-      }
-      wake_waiters(queue_hash(j.queue, strlen(j.queue)), 1);
-      note_wake(wakes, j.queue);
+  LineJob *jobs = nullptr;
+  int n = any_parked(s.parked) ? read_lines(budget, s.parked, &jobs) : 0;
+  LinePlan plan = start_plan(budget, n);
+  // Jobs an open dequeue has claimed are taken (their tokens are spent):
+  // the line goes on behind them.
+  bool *claimed = static_cast<bool *>(palloc(sizeof(bool) * ZZ_MAX(n, 1)));
+  int64 *ids = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(n, 1)));
+  for (int i = 0; i < n; ++i) ids[i] = jobs[i].id;
+  claimed_jobs(ids, n, claimed);
+  const char *line = nullptr;
+  bool line_done = false;
+  for (int i = 0; i < n; ++i) {
+    const LineJob &j = jobs[i];
+    if (line == nullptr || strcmp(line, j.queue) != 0) {
+      line = j.queue;
+      line_done = false;
     }
+    if (line_done || claimed[i]) continue;
+    // Budgeted jobs not parked ahead of it are the line's real head (a
+    // dequeue takes or parks them, which re-evaluates the line); a job
+    // waiting in another budget's line holds this line behind it.
+    if (unparked_ahead(j, budget) || !heads_other_lines(j, budget)) {
+      line_done = true;
+      continue;
+    }
+    std::optional<int64> when;
+    if (!affordable(j, plan, now, &when)) {
+      if (when) add_timer(d, budget, *when);
+      plan_offer(plan, j, /*standby=*/true);
+      line_done = true;
+      continue;
+    }
+    plan_offer(plan, j, /*standby=*/false);
   }
+  carry_out(d, plan, wakes);
   serve_starved(d, budget, now, wakes);
 }
 
@@ -805,7 +883,27 @@ void start(Dispatcher &d) {
   d.timers = hash_create("zizq dispatcher timers", 256, &info, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 }
 
+// Due timers whose budget's standby offer can now be paid: a worker of its
+// queue is woken first thing, with no SQL (the taker has the line evaluated
+// again when it commits). Without a waiting worker the timer stays for the
+// evaluation, which also sends the NOTIFY.
+void hand_off_standbys(Dispatcher &d) {
+  int n;
+  int32 *due = due_budgets(d, &n);
+  int64 now = monotonic_us();
+  for (int i = 0; i < n; ++i) {
+    LWLockAcquire(shared->budget_lock, LW_SHARED);
+    BudgetEntry *b = find_budget(due[i]);
+    const Offer *o = b != nullptr ? affordable_standby(b, now) : nullptr;
+    uint32 queue = o != nullptr ? o->queue_hash : 0;
+    LWLockRelease(shared->budget_lock);
+    if (o == nullptr || wake_waiters(queue, 1) == 0) add_timer(d, due[i], now);
+  }
+  pfree(due);
+}
+
 TimestampTz run_cycle(Dispatcher &d) {
+  hand_off_standbys(d);
   TimestampTz busy_retry = GetCurrentTimestamp() + kBusyRetryMs * 1000;
   Phase written = write_phase(d);
   if (written == Phase::Absent) return 0;

@@ -267,6 +267,25 @@ void refill_budgeted(const Request &r, BudgetedStream &b, int page) {
 
 // ---- the offered stream ------------------------------------------------------------------
 
+// Offers whose job is no longer ready and parked (taken, unbound, gone)
+// leave the board, and their lines are evaluated again: a stale offer
+// would hold its cost off the budget.
+void drop_stale_offers(const int64 *ids, const int *slots, int n, uint64 rows) {
+  bool *live = static_cast<bool *>(palloc0(sizeof(bool) * n));
+  for (uint64 i = 0; i < rows; ++i) {
+    int64 id = column_int64(i, 1);
+    for (int j = 0; j < n; ++j) live[j] = live[j] || ids[j] == id;
+  }
+  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+  for (int j = 0; j < n; ++j) {
+    if (live[j] || offers[slots[j]].job_id != ids[j]) continue;
+    if (BudgetEntry *b = find_budget(offers[slots[j]].line_budget)) mark_dirty(b);
+    remove_offer(slots[j]);
+  }
+  LWLockRelease(shared->budget_lock);
+  wake_dispatcher();
+}
+
 Stream read_offers(const Request &r) {
   Stream s{nullptr, 0, 0, true};
   int64 *ids = nullptr;
@@ -278,9 +297,11 @@ Stream read_offers(const Request &r) {
     ids = static_cast<int64 *>(palloc(sizeof(int64) * shared->offer_high));
     slots = static_cast<int *>(palloc(sizeof(int) * shared->offer_high));
     versions = static_cast<uint32(*)[core::kMaxBindings]>(palloc0(sizeof(uint32) * core::kMaxBindings * shared->offer_high));
+    int64 now = monotonic_us();
     for (int i = 0; i < shared->offer_high; ++i) {
       const Offer &o = offers[i];
       if (o.job_id == 0 || !wants_hash(r, o.queue_hash)) continue;
+      if (o.standby && !offer_affordable(o, now)) continue;
       for (int k = 0; k < o.nbindings; ++k) {
         BudgetEntry *b = find_budget(o.bindings[k].budget);
         // The version the offer was made at, for its line budget; any change
@@ -300,6 +321,7 @@ Stream read_offers(const Request &r) {
            {INT8ARRAYOID});
   Datum args[1] = {int8_array(ids, n)};
   uint64 got = run_plan(offered_plan, args, nullptr, false);
+  if (got < static_cast<uint64>(n)) drop_stale_offers(ids, slots, n, got);
   s.rows = static_cast<Cand *>(palloc0(sizeof(Cand) * ZZ_MAX(got, 1)));
   for (uint64 i = 0; i < got; ++i) {
     Cand &c = s.rows[s.count];
@@ -493,15 +515,25 @@ void hand_back(const Cand *refused, int n) {
   wake_dispatcher();
 }
 
+// Taken offers leave the board. A standby's line then needs its next head
+// offered: the dispatcher looks at it once this commits.
 void withdraw_offers(const Cand *taken, int n) {
   bool any = false;
   for (int i = 0; i < n && !any; ++i) any = taken[i].source == Source::Offered;
   if (!any) return;
+  reserve_ops(n);
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
-  for (int i = 0; i < n; ++i)
-    if (taken[i].source == Source::Offered && offers[taken[i].offer_slot].job_id == taken[i].id)
-      remove_offer(taken[i].offer_slot);
+  int32 *standby_lines = static_cast<int32 *>(palloc(sizeof(int32) * n));
+  int nlines = 0;
+  for (int i = 0; i < n; ++i) {
+    if (taken[i].source != Source::Offered) continue;
+    const Offer &o = offers[taken[i].offer_slot];
+    if (o.job_id != taken[i].id) continue;
+    if (o.standby) standby_lines[nlines++] = o.line_budget;
+    remove_offer(taken[i].offer_slot);
+  }
   LWLockRelease(shared->budget_lock);
+  for (int i = 0; i < nlines; ++i) at_commit_dirty(standby_lines[i]);
 }
 
 // A job taken from the budgeted stream may have been ahead of parked jobs
@@ -601,6 +633,15 @@ void register_waiter(const Request &r) {
   LWLockRelease(shared->waiter_lock);
 }
 
+// Before each look: wakeable again, and the latest to look.
+void rearm_waiter() {
+  LWLockAcquire(shared->waiter_lock, LW_EXCLUSIVE);
+  Waiter &w = waiters[MyProc->pgprocno];
+  w.since = ++shared->waiter_seq;
+  pg_atomic_write_u32(&w.woken, 0);
+  LWLockRelease(shared->waiter_lock);
+}
+
 void unregister_waiter() {
   LWLockAcquire(shared->waiter_lock, LW_EXCLUSIVE);
   waiters[MyProc->pgprocno].latch = nullptr;
@@ -689,6 +730,7 @@ Datum zizq_dequeue(PG_FUNCTION_ARGS) {
     {
       for (;;) {
         ResetLatch(MyLatch);
+        rearm_waiter();
         old = MemoryContextSwitchTo(scratch);
         got = attempt(r, rsinfo->setResult, rsinfo->setDesc, out);
         MemoryContextSwitchTo(old);

@@ -213,12 +213,12 @@ Datum zizq_wake_dispatcher_at(PG_FUNCTION_ARGS) {
 }
 
 // Whether the dispatcher has offered this parked job to the next dequeue of
-// its queue.
+// its queue (a standby offer counts once its budgets can pay).
 PG_FUNCTION_INFO_V1(zizq_offered);
 Datum zizq_offered(PG_FUNCTION_ARGS) {
   require_shared();
   LWLockAcquire(shared->budget_lock, LW_SHARED);
-  bool offered = has_offer(PG_GETARG_INT64(0));
+  bool offered = offered_now(PG_GETARG_INT64(0), monotonic_us());
   LWLockRelease(shared->budget_lock);
   PG_RETURN_BOOL(offered);
 }

@@ -115,6 +115,8 @@ void shmem_startup() {
   if (!found) init_shared(base);
   shared = reinterpret_cast<Shared *>(base);
   carve(base);
+  if (!found)
+    for (int i = 0; i < MaxBackends; ++i) pg_atomic_init_u32(&waiters[i].woken, 0);
   HASHCTL info;
   memset(&info, 0, sizeof info);
   info.keysize = sizeof(int32);
@@ -165,6 +167,7 @@ BudgetEntry *add_budget(int32 id, const core::Policy &p) {
   if (!found) {
     memset(reinterpret_cast<char *>(b) + sizeof(int32), 0, sizeof(BudgetEntry) - sizeof(int32));
     b->tokens = core::fresh_state(p, monotonic_us());
+    b->standby_slot = -1;
   }
   b->policy = p;
   return b;
@@ -237,20 +240,45 @@ bool post_offer(const Offer &o) {
   offers[slot] = o;
   shared->offer_count++;
   if (slot >= shared->offer_high) shared->offer_high = slot + 1;
+  if (o.standby) {
+    BudgetEntry *line = find_budget(o.line_budget);
+    if (line != nullptr && line->standby_slot < 0) line->standby_slot = slot;
+    return true;
+  }
   for (int k = 0; k < o.nbindings; ++k)
     if (BudgetEntry *b = find_budget(o.bindings[k].budget)) b->offered_cost += o.bindings[k].cost;
   return true;
 }
 
 void remove_offer(int slot) {
-  if (offers[slot].job_id == 0) return;
-  for (int k = 0; k < offers[slot].nbindings; ++k)
-    if (BudgetEntry *b = find_budget(offers[slot].bindings[k].budget))
-      b->offered_cost = ZZ_MAX(0, b->offered_cost - offers[slot].bindings[k].cost);
+  const Offer &o = offers[slot];
+  if (o.job_id == 0) return;
+  if (o.standby) {
+    BudgetEntry *line = find_budget(o.line_budget);
+    if (line != nullptr && line->standby_slot == slot) line->standby_slot = -1;
+  } else {
+    for (int k = 0; k < o.nbindings; ++k)
+      if (BudgetEntry *b = find_budget(o.bindings[k].budget))
+        b->offered_cost = ZZ_MAX(0, b->offered_cost - o.bindings[k].cost);
+  }
   offers[slot].job_id = 0;
   shared->offer_count--;
   shared->offers_full = false;
   while (shared->offer_high > 0 && offers[shared->offer_high - 1].job_id == 0) shared->offer_high--;
+}
+
+bool offer_affordable(const Offer &o, int64 now) {
+  for (int k = 0; k < o.nbindings; ++k) {
+    const BudgetEntry *b = find_budget(o.bindings[k].budget);
+    if (b == nullptr || !core::can_pay(b->policy, b->tokens, o.bindings[k].cost + b->offered_cost, now)) return false;
+  }
+  return true;
+}
+
+const Offer *affordable_standby(const BudgetEntry *b, int64 now) {
+  if (b->standby_slot < 0) return nullptr;
+  const Offer &o = offers[b->standby_slot];
+  return o.job_id != 0 && offer_affordable(o, now) ? &o : nullptr;
 }
 
 bool has_offer(int64 job_id) {
@@ -259,25 +287,54 @@ bool has_offer(int64 job_id) {
   return false;
 }
 
+bool offered_now(int64 job_id, int64 now) {
+  for (int i = 0; i < shared->offer_high; ++i)
+    if (offers[i].job_id == job_id) return !offers[i].standby || offer_affordable(offers[i], now);
+  return false;
+}
+
 uint32 queue_hash(const char *queue, int len) {
   return hash_bytes(reinterpret_cast<const unsigned char *>(queue), len);
 }
 
-void wake_waiters(uint32 hash, int count) {
-  if (count <= 0) return;
+namespace {
+
+bool take_wake(Waiter &w) { return pg_atomic_exchange_u32(&w.woken, 1) == 0; }
+
+}  // namespace
+
+int wake_waiters(uint32 hash, int count) {
+  if (count <= 0) return 0;
+  int woken = 0;
   LWLockAcquire(shared->waiter_lock, LW_SHARED);
-  // Start at a different slot each time so that one worker is not always the
-  // one woken while the others sleep.
-  static int start = 0;
-  start = (start + 1) % MaxBackends;
-  for (int n = 0; n < MaxBackends && count > 0; ++n) {
-    Waiter &w = waiters[(start + n) % MaxBackends];
-    if (w.latch != nullptr && waits_for(w, hash)) {
-      SetLatch(w.latch);
-      --count;
+  if (count == 1) {
+    // One job: the waiter that began looking last.
+    for (;;) {
+      Waiter *best = nullptr;
+      for (int i = 0; i < MaxBackends; ++i) {
+        Waiter &w = waiters[i];
+        if (w.latch != nullptr && pg_atomic_read_u32(&w.woken) == 0 && waits_for(w, hash) &&
+            (best == nullptr || w.since > best->since))
+          best = &w;
+      }
+      if (best == nullptr) break;
+      if (take_wake(*best)) {
+        SetLatch(best->latch);
+        woken = 1;
+        break;
+      }
+    }
+  } else {
+    for (int i = 0; i < MaxBackends && woken < count; ++i) {
+      Waiter &w = waiters[i];
+      if (w.latch != nullptr && waits_for(w, hash) && take_wake(w)) {
+        SetLatch(w.latch);
+        ++woken;
+      }
     }
   }
   LWLockRelease(shared->waiter_lock);
+  return woken;
 }
 
 void wake_all_waiters() {

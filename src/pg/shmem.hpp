@@ -67,12 +67,20 @@ struct BudgetEntry {
   bool starved_any_queue;
   uint32 starved_queue;
   // Cost of the offers standing on this budget: the dispatcher offers only
-  // what the tokens can pay beyond it.
+  // what the tokens can pay beyond it (standby offers excluded).
   int64 offered_cost;
+  // The slot of a standby offer heading one of this budget's lines; -1: none.
+  int32 standby_slot;
 };
 
+// An offer is a parked job a worker may take if its budgets can pay. The
+// dispatcher posts affordable line heads; it also posts, as a standby, the
+// first head its budgets cannot pay yet, so that the release or the refill
+// that makes it affordable wakes a worker straight away, without waiting
+// for the dispatcher to read the line.
 struct Offer {
   int64 job_id;  // 0: free slot
+  bool standby;  // not affordable when posted; not counted in offered_cost
   int32 priority;
   uint32 queue_hash;
   int32 line_budget;      // the budget whose line it heads
@@ -83,6 +91,12 @@ struct Offer {
 
 struct Waiter {
   Latch *latch;  // nullptr: not waiting
+  // Set by the waker that sets the latch, cleared when the waiter looks
+  // again: a wake goes to a waiter not already woken.
+  pg_atomic_uint32 woken;
+  // When it last began to look (waiter_seq): the latest is woken first, as
+  // its process is the likeliest to still be running and warm.
+  uint64 since;
   bool all_queues;
   int nqueues;
   uint32 queues[kMaxWaiterQueues];
@@ -108,6 +122,7 @@ struct Shared {
   // waiter_lock
   int notify_count;
   bool notify_overflow;  // more queues than slots: notify every queue with ready jobs
+  uint64 waiter_seq;
   Latch *dispatcher_latch;
   TimestampTz dispatcher_next_wake;  // 0: awake and working, any hint must wake it
   bool sessions_ended;
@@ -153,11 +168,18 @@ int take_park_requests(int64 *out, int max);               // exclusive
 bool post_offer(const Offer &o);                           // exclusive; false when full
 void remove_offer(int slot);                               // exclusive
 bool has_offer(int64 job_id);                              // any
+// Offered and takeable now: an offer, or a standby its budgets can pay (any).
+bool offered_now(int64 job_id, int64 now);
+// Can every budget of the offer pay its cost beyond the other offers? (any)
+bool offer_affordable(const Offer &o, int64 now);
+// The budget's standby offer if it has become affordable, else nullptr (any).
+const Offer *affordable_standby(const BudgetEntry *b, int64 now);
 
 // --- waking -------------------------------------------------------------------
 uint32 queue_hash(const char *queue, int len);
-// Wakes up to `count` backends waiting in dequeue(wait) for this queue.
-void wake_waiters(uint32 hash, int count);
+// Wakes up to `count` backends waiting in dequeue(wait) for this queue;
+// returns how many it woke.
+int wake_waiters(uint32 hash, int count);
 void wake_all_waiters();
 void wake_dispatcher();
 // Wakes the dispatcher if `when` is earlier than its planned wake.

@@ -137,7 +137,15 @@ void log_budget_op(const Op &op) {
   }
 }
 
-void apply_budget_op(const Op &op, int64 now) {
+// Standby offers a commit made affordable: a worker of each queue is woken
+// straight away (see Offer in shmem.hpp).
+struct Handoffs {
+  int n;
+  int32 budgets[8];
+  uint32 queues[8];
+};
+
+void apply_budget_op(const Op &op, int64 now, Handoffs &handoffs) {
   if (op.kind == Kind::ResetBudgets) {
     reset_budgets_in_place();
     return;
@@ -149,10 +157,20 @@ void apply_budget_op(const Op &op, int64 now) {
   BudgetEntry *b = find_budget(op.budget);
   if (b == nullptr) return;
   switch (op.kind) {
-    case Kind::Release:
+    case Kind::Release: {
       core::release(b->tokens, op.value);
-      if (any_parked(b) || b->starved) mark_dirty(b);
+      bool noted = false;
+      for (int i = 0; i < handoffs.n; ++i) noted = noted || handoffs.budgets[i] == b->id;
+      const Offer *standby = handoffs.n < 8 && !noted ? affordable_standby(b, now) : nullptr;
+      if (standby != nullptr) {
+        handoffs.budgets[handoffs.n] = b->id;
+        handoffs.queues[handoffs.n++] = standby->queue_hash;
+      }
+      // The worker that takes the standby has the line re-evaluated when it
+      // commits; the dispatcher need not look now.
+      if (b->starved || (any_parked(b) && standby == nullptr && !noted)) mark_dirty(b);
       break;
+    }
     case Kind::ParkedDrop:
       b->parked[op.value] = ZZ_MAX(0, b->parked[op.value] - 1);
       mark_dirty(b);
@@ -179,6 +197,8 @@ void commit_all() {
     wake_dispatcher_now = wake_dispatcher_now || k == Kind::WakeDispatcher;
     if (k == Kind::WakeDispatcherBefore && (wake_before == 0 || ops[i].when < wake_before)) wake_before = ops[i].when;
   }
+  Handoffs handoffs;
+  handoffs.n = 0;
   if (budget_ops) {
     int64 now = monotonic_us();
     LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
@@ -186,10 +206,19 @@ void commit_all() {
     if (shared->loading) {
       for (int i = 0; i < nops; ++i) log_budget_op(ops[i]);
     } else if (shared->budgets_loaded) {
-      for (int i = 0; i < nops; ++i) apply_budget_op(ops[i], now);
+      for (int i = 0; i < nops; ++i) apply_budget_op(ops[i], now, handoffs);
     }
     wake_dispatcher_now = wake_dispatcher_now || shared->dirty_count > dirty_before;
     LWLockRelease(shared->budget_lock);
+  }
+  for (int i = 0; i < handoffs.n; ++i) {
+    if (wake_waiters(handoffs.queues[i], 1) > 0) continue;
+    // Nobody waits in dequeue(wait): the dispatcher offers it and sends the
+    // NOTIFY for workers that LISTEN.
+    LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+    if (BudgetEntry *b = find_budget(handoffs.budgets[i])) mark_dirty(b);
+    LWLockRelease(shared->budget_lock);
+    wake_dispatcher_now = true;
   }
   for (int i = 0; i < nops; ++i) {
     if (ops[i].kind != Kind::WakeQueue) continue;

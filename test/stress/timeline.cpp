@@ -4,8 +4,12 @@
 //   while_in_flight 5 with jobs of 200 ms runs exactly 5 at a time;
 //   time_based 6 per 600 ms gives the burst of 6, then one every 100 ms;
 //   with burst 1, one every 100 ms from the start.
+// With --json, stdout carries one JSON line per example instead of the
+// printed timeline (the budget, and each job's dispatch and completion in
+// seconds after the first dispatch, server clock); the --check lines then go
+// to stderr. bench/compare draws its pictures from these lines.
 //
-// Usage: timeline [--check] [--quiet]   (connection from PGHOST/PGPORT/...)
+// Usage: timeline [--check] [--quiet] [--json]   (connection from PGHOST/PGPORT/...)
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -23,11 +27,15 @@ using zizq::client::now_s;
 namespace {
 
 bool quiet = false;
+bool json = false;
 int failures = 0;
+
+// The check lines: on stdout, or on stderr when stdout carries JSON.
+FILE *report_out() { return json ? stderr : stdout; }
 
 void expect(bool ok, const std::string &what) {
   if (!ok) ++failures;
-  std::printf("  %s %s\n", ok ? "ok  " : "FAIL", what.c_str());
+  std::fprintf(report_out(), "  %s %s\n", ok ? "ok  " : "FAIL", what.c_str());
 }
 
 // Workers take jobs of `queue` one at a time, "work" job_ms, complete them.
@@ -109,6 +117,32 @@ void print_timeline(const std::string &title, const Run &run) {
   }
 }
 
+// One JSON line for an example: what the budget is, and per job (in
+// dispatch order) its dispatch and completion, seconds after t0. `budget` is
+// a JSON object written by the caller.
+void print_json(const std::string &example, const std::string &title, const std::string &budget, int jobs, int job_ms,
+                const Run &run) {
+  if (!json) return;
+  auto list = [&](bool starts) {
+    std::string out = "[";
+    char buf[32];
+    for (size_t i = 0; i < run.flights.size(); ++i) {
+      double t = starts ? run.flights[i].start : run.flights[i].end;
+      if (t > 1e299)
+        std::snprintf(buf, sizeof buf, "null");
+      else
+        std::snprintf(buf, sizeof buf, "%.6f", t - run.t0);
+      out += (i ? "," : "") + std::string(buf);
+    }
+    return out + "]";
+  };
+  std::printf("{\"example\":\"%s\",\"title\":\"%s\",\"budget\":%s,\"jobs\":%d,\"job_ms\":%d,"
+              "\"t0_epoch\":%.6f,\"dispatch_s\":%s,\"complete_s\":%s}\n",
+              example.c_str(), title.c_str(), budget.c_str(), jobs, job_ms, run.t0, list(true).c_str(),
+              list(false).c_str());
+  std::fflush(stdout);
+}
+
 void check_concurrency(const Run &run, int limit, int jobs, int job_ms) {
   int peak = 0;
   for (const auto &f : run.flights) peak = std::max(peak, running_at(run, f.start));
@@ -123,16 +157,19 @@ void check_concurrency(const Run &run, int limit, int jobs, int job_ms) {
 
 // Hand-offs trail their due instants by the wake-up and the dequeue itself
 // (a few ms; tens under load on 2 cores); the burst is as many hand-offs as
-// workers can do back to back.
+// workers can do back to back. Times are those of the dispatching UPDATEs,
+// which follow the token debits by a variable delay: a dispatch may look
+// early by up to one token (the "+ 1" of SPEC's rate bound), never more.
 void check_pacing(const Run &run, int burst, double interval_s) {
   for (size_t k = 0; k < run.flights.size(); ++k) {
     double at = run.flights[k].start - run.t0;
     bool in_burst = k < static_cast<size_t>(burst);
     double ideal = in_burst ? 0 : (k - burst + 1) * interval_s;
-    double tolerance = in_burst ? 0.060 : 0.030;
+    double late = in_burst ? 0.060 : 0.030;
+    double early = in_burst ? 0 : interval_s;
     char buf[128];
     std::snprintf(buf, sizeof buf, "dispatch %2zu at %+.3f s (ideal %+.3f s)", k + 1, at, ideal);
-    expect(std::fabs(at - ideal) <= tolerance, buf);
+    expect(at >= ideal - early && at <= ideal + late, buf);
   }
 }
 
@@ -143,6 +180,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--check") == 0) check = true;
     if (std::strcmp(argv[i], "--quiet") == 0) quiet = true;
+    if (std::strcmp(argv[i], "--json") == 0) json = quiet = true;
   }
   try {
     Conn c;
@@ -151,6 +189,8 @@ int main(int argc, char **argv) {
     c.exec("SELECT zizq.define_budget('cpu-intensive', 5, 'while_in_flight')");
     Run conc = replay(c, "example", 20, 200, "cpu-intensive");
     print_timeline("while_in_flight 5, jobs of 200 ms (the guide's 2 s jobs, 10x faster):", conc);
+    print_json("while_in_flight", "while_in_flight 5, jobs of 200 ms",
+               "{\"key\":\"cpu-intensive\",\"kind\":\"while_in_flight\",\"allocation\":5}", 20, 200, conc);
     if (check) check_concurrency(conc, 5, 20, 200);
 
     c.exec("SELECT zizq.define_budget('rate', 6, 'time_based', duration => '600 ms')");
@@ -158,16 +198,22 @@ int main(int argc, char **argv) {
     print_timeline("time_based 6 per 600 ms, jobs of 20 ms (the guide's 6/minute, 100x faster): "
                    "the burst of 6, then one every 100 ms:",
                    rate);
+    print_json("time_based", "time_based 6 per 600 ms (burst 6), jobs of 20 ms",
+               "{\"key\":\"rate\",\"kind\":\"time_based\",\"allocation\":6,\"duration_ms\":600,\"burst\":6}", 12, 20,
+               rate);
     if (check) check_pacing(rate, 6, 0.1);
 
     c.exec("SELECT zizq.define_budget('paced', 6, 'time_based', duration => '600 ms', burst => 1)");
     Run paced = replay(c, "example3", 8, 20, "paced");
     print_timeline("time_based 6 per 600 ms with burst 1: one every 100 ms from the start:", paced);
+    print_json("time_based_burst1", "time_based 6 per 600 ms, burst 1, jobs of 20 ms",
+               "{\"key\":\"paced\",\"kind\":\"time_based\",\"allocation\":6,\"duration_ms\":600,\"burst\":1}", 8, 20,
+               paced);
     if (check) check_pacing(paced, 1, 0.1);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "timeline: %s\n", e.what());
     return 2;
   }
-  if (check) std::printf("%s\n", failures == 0 ? "timeline: all checks passed" : "timeline: FAILED");
+  if (check) std::fprintf(report_out(), "%s\n", failures == 0 ? "timeline: all checks passed" : "timeline: FAILED");
   return failures == 0 ? 0 : 1;
 }
