@@ -328,6 +328,32 @@ void steady(const Args &a) {
           {"latency_from_call_ms", latency_json(before)}});
 }
 
+// Jobs bound to budgets that never run short: the cost of the budget
+// machinery itself (drain_wif: while_in_flight, drain_tb: time_based,
+// drain_mixed: both on every job).
+void budgeted_drain(const Args &a) {
+  Conn c;
+  fresh(c);
+  c.exec("SELECT zizq.define_budget('fast', 1000000, 'time_based', duration => '1 second')");
+  c.exec("SELECT zizq.define_budget('big', 1000000, 'while_in_flight')");
+  std::string bindings, config;
+  if (a.scenario == "drain_wif") {
+    bindings = R"([{"key": "big"}])";
+    config = "while_in_flight 1000000";
+  } else if (a.scenario == "drain_tb") {
+    bindings = R"([{"key": "fast"}])";
+    config = "time_based 1000000/s";
+  } else {
+    bindings = R"([{"key": "fast"}, {"key": "big"}])";
+    config = "time_based 1000000/s + while_in_flight 1000000";
+  }
+  enqueue_jobs(c, a.n, "bench", "'" + bindings + "'::jsonb");
+  c.exec("VACUUM ANALYZE zizq._jobs");
+  double s = drain_queue(a, "bench", a.batch, a.n);
+  report(a, config + ", " + std::to_string(a.workers) + " workers x batch " + std::to_string(a.batch), a.n / s, "jobs/s",
+         {{"n", std::to_string(a.n)}, {"seconds", fmt("%.3f", s)}});
+}
+
 void drain_many(const Args &a) {
   Conn c;
   fresh(c);
@@ -478,8 +504,34 @@ void refill(const Args &a) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: zizq_bench <scenario> [options]\n");
+  const std::map<std::string, std::function<void(const Args &)>> scenarios = {
+      {"enqueue_single", enqueue_single},
+      {"enqueue_batch", enqueue_batch},
+      {"drain",
+       [](const Args &a) {
+         drain(a, a.batch, "NULL", std::to_string(a.workers) + " workers x batch " + std::to_string(a.batch) + ", bulk complete");
+       }},
+      {"roundtrip",
+       [](const Args &a) { drain(a, 1, "NULL", std::to_string(a.workers) + " workers, dequeue 1 + complete 1"); }},
+      {"latency", latency},
+      {"steady", steady},
+      {"drain_wif", budgeted_drain},
+      {"drain_tb", budgeted_drain},
+      {"drain_mixed", budgeted_drain},
+      {"drain_many", drain_many},
+      {"parked", parked},
+      {"retained", retained},
+      {"limited", limited},
+      {"rate", rate},
+      {"refill", refill},
+  };
+  auto known = argc >= 2 ? scenarios.find(argv[1]) : scenarios.end();
+  if (known == scenarios.end()) {
+    std::fprintf(stderr, "usage: zizq_bench <scenario> [--n N] [--workers W] [--producers P] [--batch B] [--seconds S]\n"
+                         "                  [--job-ms MS] [--limit L] [--rate R] [--budgets K] [--parked P]\n"
+                         "scenarios:");
+    for (const auto &kv : scenarios) std::fprintf(stderr, " %s", kv.first.c_str());
+    std::fprintf(stderr, "\n");
     return 2;
   }
   Args a;
@@ -497,52 +549,18 @@ int main(int argc, char **argv) {
     else if (k == "--rate") a.rate = v;
     else if (k == "--budgets") a.budgets = static_cast<int>(v);
     else if (k == "--parked") a.parked = static_cast<int>(v);
-  }
-  try {
-    const std::string &s = a.scenario;
-    if (s == "enqueue_single") enqueue_single(a);
-    else if (s == "enqueue_batch") enqueue_batch(a);
-    else if (s == "drain") drain(a, a.batch, "NULL", std::to_string(a.workers) + " workers x batch " + std::to_string(a.batch) + ", bulk complete");
-    else if (s == "roundtrip") drain(a, 1, "NULL", std::to_string(a.workers) + " workers, dequeue 1 + complete 1");
-    else if (s == "latency") latency(a);
-    else if (s == "steady") steady(a);
-    else if (s == "drain_wif") {
-      Conn c;
-      c.exec("SELECT zizq.reset()");
-      c.exec("SELECT zizq.define_budget('big', 1000000, 'while_in_flight')");
-      // drain() resets: define inside its fresh state instead.
-      a.scenario = "drain_wif";
-      Conn c2;
-      fresh(c2);
-      c2.exec("SELECT zizq.define_budget('big', 1000000, 'while_in_flight')");
-      enqueue_jobs(c2, a.n, "bench", "'[{\"key\": \"big\"}]'::jsonb");
-      c2.exec("VACUUM ANALYZE zizq._jobs");
-      double sec = drain_queue(a, "bench", a.batch, a.n);
-      report(a, "while_in_flight 1000000, " + std::to_string(a.workers) + " workers x batch " + std::to_string(a.batch), a.n / sec, "jobs/s");
-    } else if (s == "drain_tb" || s == "drain_mixed") {
-      Conn c;
-      fresh(c);
-      c.exec("SELECT zizq.define_budget('fast', 1000000, 'time_based', duration => '1 second')");
-      c.exec("SELECT zizq.define_budget('big', 1000000, 'while_in_flight')");
-      std::string b = s == "drain_tb" ? "'[{\"key\": \"fast\"}]'::jsonb" : "'[{\"key\": \"fast\"}, {\"key\": \"big\"}]'::jsonb";
-      enqueue_jobs(c, a.n, "bench", b);
-      c.exec("VACUUM ANALYZE zizq._jobs");
-      double sec = drain_queue(a, "bench", a.batch, a.n);
-      report(a, std::string(s == "drain_tb" ? "time_based 1000000/s" : "time_based 1000000/s + while_in_flight 1000000") +
-                    ", " + std::to_string(a.workers) + " workers x batch " + std::to_string(a.batch),
-             a.n / sec, "jobs/s");
-    } else if (s == "drain_many") drain_many(a);
-    else if (s == "parked") parked(a);
-    else if (s == "retained") retained(a);
-    else if (s == "limited") limited(a);
-    else if (s == "rate") rate(a);
-    else if (s == "refill") refill(a);
     else {
-      std::fprintf(stderr, "unknown scenario %s\n", s.c_str());
+      std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
     }
+  }
+  try {
+    known->second(a);
   } catch (const std::exception &e) {
-    std::printf("{\"system\":\"zizq\",\"scenario\":\"%s\",\"error\":\"%s\"}\n", a.scenario.c_str(), e.what());
+    std::string message = e.what();  // as a JSON string: no quotes, backslashes or newlines
+    for (char &ch : message)
+      if (ch == '"' || ch == '\\' || ch == '\n') ch = ' ';
+    std::printf("{\"system\":\"zizq\",\"scenario\":\"%s\",\"error\":\"%s\"}\n", a.scenario.c_str(), message.c_str());
     return 1;
   }
   return 0;

@@ -81,6 +81,7 @@ struct Cand {
   core::Binding bindings[core::kMaxBindings];
   int offer_slot;          // Offered: its slot in shared memory
   uint32 versions[core::kMaxBindings];  // Offered: park versions when offered
+  TimestampTz debited_at;  // taken: when its budgets paid
 };
 
 bool cand_before(const Cand &a, const Cand &b) {
@@ -109,8 +110,9 @@ struct Stream {
 
 // ---- plans ---------------------------------------------------------------------------
 
+// The columns a dequeue sets (dequeued_at aside: see take()).
 #define ZIZQ_TAKE_SET                                                                                   \
-  "status = 'in_flight', dequeued_at = clock_timestamp(), parked = false, session_id = $2, "            \
+  "status = 'in_flight', parked = false, session_id = $2, "                                             \
   "lease_ms = $3, lease_until = CASE WHEN $3 IS NULL THEN NULL "                                        \
   "ELSE clock_timestamp() + $3 * interval '1 millisecond' END, "                                        \
   "unique_hold = CASE WHEN unique_while = 'queued' THEN NULL ELSE unique_hold END"
@@ -128,13 +130,13 @@ SPIPlanPtr offered_plan = nullptr, lock_plan = nullptr;
 SPIPlanPtr fast_plan(bool all) {
   if (all)
     return prepared(fast_all,
-                    "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET " WHERE id = ANY (ARRAY(SELECT id FROM zizq._jobs "
+                    "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = clock_timestamp() WHERE id = ANY (ARRAY(SELECT id FROM zizq._jobs "
                     "WHERE status = 'ready' AND budget_ids IS NULL AND zizq._claim(id) ORDER BY priority, id LIMIT $1 "
                     "FOR UPDATE SKIP LOCKED)) "
                     "RETURNING " ZIZQ_JOB_COLUMNS,
                     {INT4OID, INT8OID, INT8OID});
   return prepared(fast_one,
-                  "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET " WHERE id = ANY (ARRAY(SELECT id FROM zizq._jobs "
+                  "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = clock_timestamp() WHERE id = ANY (ARRAY(SELECT id FROM zizq._jobs "
                   "WHERE status = 'ready' AND budget_ids IS NULL AND queue = $4 AND zizq._claim(id) "
                   "ORDER BY queue, priority, id LIMIT $1 "
                   "FOR UPDATE SKIP LOCKED)) RETURNING " ZIZQ_JOB_COLUMNS,
@@ -434,12 +436,18 @@ void note_taken(const Request &r, uint64 rows) {
   if (r.leased && rows > 0) at_commit_wake_dispatcher_before(GetCurrentTimestamp() + r.lease_ms * 1000);
 }
 
-uint64 take(const Request &r, const int64 *ids, int n, Tuplestorestate *store, TupleDesc desc, MemoryContext out) {
+// dequeued_at of a budgeted job is the instant its budgets paid (DT_NOBEGIN
+// for the others: the UPDATE's clock), so that it orders as the tokens did.
+uint64 take(const Request &r, const int64 *ids, const TimestampTz *paid_at, int n, Tuplestorestate *store,
+            TupleDesc desc, MemoryContext out) {
   if (n == 0) return 0;
-  prepared(take_plan, "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET " WHERE id = ANY ($1) RETURNING " ZIZQ_JOB_COLUMNS,
-           {INT8ARRAYOID, INT8OID, INT8OID});
-  Datum args[3] = {int8_array(ids, n), Int64GetDatum(r.session), Int64GetDatum(r.lease_ms)};
-  char nulls[3] = {' ', r.leased ? 'n' : ' ', r.leased ? ' ' : 'n'};
+  prepared(take_plan,
+           "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = COALESCE(NULLIF($4[array_position($1, id)], "
+           "'-infinity'), clock_timestamp()) WHERE id = ANY ($1) RETURNING " ZIZQ_JOB_COLUMNS,
+           {INT8ARRAYOID, INT8OID, INT8OID, TIMESTAMPTZARRAYOID});
+  Datum args[4] = {int8_array(ids, n), Int64GetDatum(r.session), Int64GetDatum(r.lease_ms),
+                   timestamptz_array(paid_at, n)};
+  char nulls[4] = {' ', r.leased ? 'n' : ' ', r.leased ? ' ' : 'n', ' '};
   uint64 rows = run_plan(take_plan, args, nulls, false);
   reserve_ops(static_cast<int>(rows) + 1);
   note_taken(r, rows);
@@ -602,6 +610,7 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
         [&](const core::Candidate &, const core::Binding &b) { return !offer_fresh && candidate_parked_ahead(c, b); },
         [&](const core::Candidate &) { return debit_all(c, walk); });
     if (v == core::Verdict::Take) {
+      c.debited_at = GetCurrentTimestamp();
       taken[ntaken++] = c;
       if (claim == Claim::Claimed) record_claim(c.id);
     } else {
@@ -615,10 +624,17 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
   revisit_lines_behind(taken, ntaken);
   hand_back(refused, nrefused);
   int64 *ids = static_cast<int64 *>(palloc(sizeof(int64) * (nfree + ntaken + 1)));
-  for (int i = 0; i < nfree; ++i) ids[i] = free_ids[i];
-  for (int i = 0; i < ntaken; ++i) ids[nfree + i] = taken[i].id;
+  TimestampTz *paid_at = static_cast<TimestampTz *>(palloc(sizeof(TimestampTz) * (nfree + ntaken + 1)));
+  for (int i = 0; i < nfree; ++i) {
+    ids[i] = free_ids[i];
+    paid_at[i] = DT_NOBEGIN;
+  }
+  for (int i = 0; i < ntaken; ++i) {
+    ids[nfree + i] = taken[i].id;
+    paid_at[nfree + i] = taken[i].debited_at;
+  }
   drop_unused_claims(ids, nfree + ntaken);  // heads the free cursors read ahead
-  return take(r, ids, nfree + ntaken, store, desc, out);
+  return take(r, ids, paid_at, nfree + ntaken, store, desc, out);
 }
 
 // ---- waiting ------------------------------------------------------------------------------
@@ -716,6 +732,7 @@ Datum zizq_dequeue(PG_FUNCTION_ARGS) {
   MemoryContext out = rsinfo->econtext->ecxt_per_query_memory;
   MemoryContext scratch = AllocSetContextCreate(CurrentMemoryContext, "zizq dequeue", ALLOCSET_DEFAULT_SIZES);
   TimestampTz deadline = GetCurrentTimestamp() + r.wait_ms * 1000;
+  bool first_change = !TransactionIdIsValid(GetTopTransactionIdIfAny());
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
   // First attempt without registering: a busy queue never pays for waiting.
   MemoryContext old = MemoryContextSwitchTo(scratch);
@@ -749,6 +766,7 @@ Datum zizq_dequeue(PG_FUNCTION_ARGS) {
     PG_END_TRY();
   }
   SPI_finish();
+  if (got > 0) note_dequeue_commit(first_change, r.leased);
   return (Datum)0;
 }
 

@@ -63,6 +63,12 @@ Datum int8_array(const int64 *values, int n) {
   return PointerGetDatum(construct_array(elems, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 }
 
+Datum timestamptz_array(const TimestampTz *values, int n) {
+  Datum *elems = static_cast<Datum *>(palloc(sizeof(Datum) * ZZ_MAX(n, 1)));
+  for (int i = 0; i < n; ++i) elems[i] = TimestampTzGetDatum(values[i]);
+  return PointerGetDatum(construct_array(elems, n, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
 int array_int4(Datum array, int32 **out) {
   ArrayType *a = DatumGetArrayTypeP(array);
   Datum *elems;

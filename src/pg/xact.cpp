@@ -6,6 +6,11 @@
 #include "pg/claims.hpp"
 #include "pg/shmem.hpp"
 
+extern "C" {
+#include "executor/instrument.h"
+#include "utils/guc.h"
+}
+
 namespace zizq::pg {
 namespace {
 
@@ -242,8 +247,28 @@ void commit_all() {
     wake_dispatcher_before(wake_before);
 }
 
+// ---- commits that need no WAL flush --------------------------------------------
+// A dequeue without a lease needs no durable commit. Should the server
+// crash before its commit record is flushed, the job is found ready again;
+// the outcome is the same as if it had been flushed, since a crash ends the
+// worker's session and the jobs of ended sessions go back to ready. So a
+// transaction whose only WAL-logged changes are such a dequeue commits with
+// synchronous_commit = off; its commit record reaches disk with the next
+// flush (at the latest the worker's complete). Any other change in the
+// transaction, before or after, keeps the commit as configured.
+int64 async_commit_mark = -1;  // WAL records after the dequeue; -1 none, -2 refused
+
+void maybe_commit_async() {
+  if (async_commit_mark < 0 || pgWalUsage.wal_records != async_commit_mark) return;
+  (void)set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+}
+
 void on_xact(XactEvent event, void *) {
+  if (event != XACT_EVENT_PRE_COMMIT && event != XACT_EVENT_PARALLEL_PRE_COMMIT) async_commit_mark = -1;
   switch (event) {
+    case XACT_EVENT_PRE_COMMIT:
+      maybe_commit_async();
+      break;
     case XACT_EVENT_PRE_PREPARE:
       if (nops > 0)
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -365,6 +390,11 @@ void at_commit_policy(int32 budget, const core::Policy &policy) {
 
 void at_commit_drop_budget(int32 budget) { push(Kind::DropBudget).budget = budget; }
 void at_commit_reset_budgets() { push(Kind::ResetBudgets); }
+void note_dequeue_commit(bool first_change, bool leased) {
+  if (async_commit_mark == -2) return;
+  async_commit_mark = first_change && !leased ? pgWalUsage.wal_records : -2;
+}
+
 void at_commit_dirty(int32 budget) { push(Kind::Dirty).budget = budget; }
 
 void at_commit_wake_queue(uint32 queue_hash, int jobs) {

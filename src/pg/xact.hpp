@@ -48,6 +48,10 @@ void at_commit_policy(int32 budget, const core::Policy &policy);
 void at_commit_drop_budget(int32 budget);
 void at_commit_reset_budgets();
 void at_commit_dirty(int32 budget);
+// A dequeue took jobs; first_change: the transaction had changed nothing
+// before it. A transaction whose only change is one unleased dequeue
+// commits without waiting for its WAL flush (see xact.cpp).
+void note_dequeue_commit(bool first_change, bool leased);
 void at_commit_wake_queue(uint32 queue_hash, int jobs);
 // LISTEN zizq listeners of this queue are notified (by the dispatcher).
 void at_commit_notify(const char *queue);

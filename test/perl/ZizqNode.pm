@@ -12,7 +12,7 @@ use Time::HiRes qw(time usleep);
 
 sub start
 {
-	my ($name) = @_;
+	my ($name, $extra_conf) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init;
 	$node->append_conf('postgresql.conf', q(
@@ -23,6 +23,7 @@ restart_after_crash = on
 max_connections = 50
 log_min_messages = warning
 ));
+	$node->append_conf('postgresql.conf', $extra_conf) if $extra_conf;
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION zizq');
 	wait_loaded($node);

@@ -1,7 +1,8 @@
 // zizq tests: the history of job status changes, recorded at the server by
 // a test-only trigger on zizq._jobs, with the budgets each change concerns.
-// Times are the server's clock at the UPDATE or DELETE; only committed
-// changes are kept (a rolled-back dequeue leaves no trace).
+// Times are the server's clock at the UPDATE or DELETE, or for a dispatch
+// when its budgets paid; only committed changes are kept (a rolled-back
+// dequeue leaves no trace).
 #pragma once
 
 #include <map>
@@ -30,8 +31,12 @@ inline void install_history(client::Conn &c) {
         INSERT INTO public.zizq_test_history (job, from_status, to_status, budget_ids, budget_costs)
         VALUES (OLD.id, OLD.status, 'gone', OLD.budget_ids, OLD.budget_costs);
       ELSIF OLD.status IS DISTINCT FROM NEW.status THEN
-        INSERT INTO public.zizq_test_history (job, from_status, to_status, budget_ids, budget_costs)
-        VALUES (NEW.id, OLD.status, NEW.status, OLD.budget_ids, OLD.budget_costs);
+        -- A dispatch counts from when its budgets paid (dequeued_at), which a
+        -- dequeue taking several jobs may precede its UPDATE by a while.
+        INSERT INTO public.zizq_test_history (job, from_status, to_status, at, budget_ids, budget_costs)
+        VALUES (NEW.id, OLD.status, NEW.status,
+                CASE WHEN NEW.status = 'in_flight' THEN NEW.dequeued_at ELSE clock_timestamp() END,
+                OLD.budget_ids, OLD.budget_costs);
       END IF;
       RETURN NULL;
     END $$;
