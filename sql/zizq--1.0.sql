@@ -292,6 +292,8 @@ CREATE FUNCTION zizq._wake_dispatcher_at(at timestamptz) RETURNS void
   LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_wake_dispatcher_at';
 CREATE FUNCTION zizq._claim(id bigint) RETURNS boolean
   LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'zizq_claim';
+CREATE FUNCTION zizq._unclaimed(id bigint) RETURNS boolean
+  LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'zizq_unclaimed';
 CREATE FUNCTION zizq._offered(id bigint) RETURNS boolean
   LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'zizq_offered';
 CREATE FUNCTION zizq._policy(key text, allocation integer, strategy text, duration_ms bigint, burst integer)

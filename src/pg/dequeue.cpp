@@ -159,13 +159,13 @@ SPIPlanPtr budgeted_plan(bool all) {
   if (all)
     return prepared(budgeted_all,
                     "SELECT id, priority, queue, budget_ids, budget_costs FROM zizq._jobs WHERE status = 'ready' "
-                    "AND budget_ids IS NOT NULL AND NOT parked AND (priority, id) > ($1, $2) "
+                    "AND budget_ids IS NOT NULL AND NOT parked AND (priority, id) > ($1, $2) AND zizq._unclaimed(id) "
                     "ORDER BY priority, id LIMIT $3",
                     {INT4OID, INT8OID, INT4OID});
   return prepared(budgeted_one,
                   "SELECT id, priority, queue, budget_ids, budget_costs FROM zizq._jobs WHERE status = 'ready' "
                   "AND budget_ids IS NOT NULL AND NOT parked AND queue = $4 AND (queue, priority, id) > ($4, $1, $2) "
-                  "ORDER BY queue, priority, id LIMIT $3",
+                  "AND zizq._unclaimed(id) ORDER BY queue, priority, id LIMIT $3",
                   {INT4OID, INT8OID, INT4OID, TEXTOID});
 }
 
