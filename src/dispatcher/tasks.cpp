@@ -731,8 +731,8 @@ void evaluate(Dispatcher &d, int32 budget, Wakes &wakes) {
   LineJob *jobs = nullptr;
   int n = any_parked(s.parked) ? read_lines(budget, s.parked, &jobs) : 0;
   LinePlan plan = start_plan(budget, n);
-  // Jobs an open dequeue has claimed are taken (their tokens are spent):
-  // the line goes on behind them.
+  // A job an open dequeue has claimed may be taken or handed back: its line
+  // waits until that dequeue ends (which evaluates the line again).
   bool *claimed = static_cast<bool *>(palloc(sizeof(bool) * ZZ_MAX(n, 1)));
   int64 *ids = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(n, 1)));
   for (int i = 0; i < n; ++i) ids[i] = jobs[i].id;
@@ -745,7 +745,11 @@ void evaluate(Dispatcher &d, int32 budget, Wakes &wakes) {
       line = j.queue;
       line_done = false;
     }
-    if (line_done || claimed[i]) continue;
+    if (line_done) continue;
+    if (claimed[i]) {
+      line_done = true;
+      continue;
+    }
     // Budgeted jobs not parked ahead of it are the line's real head (a
     // dequeue takes or parks them, which re-evaluates the line); a job
     // waiting in another budget's line holds this line behind it.
@@ -884,9 +888,9 @@ void start(Dispatcher &d) {
 }
 
 // Due timers whose budget's standby offer can now be paid: a worker of its
-// queue is woken first thing, with no SQL (the taker has the line evaluated
-// again when it commits). Without a waiting worker the timer stays for the
-// evaluation, which also sends the NOTIFY.
+// queue is woken first thing, with no SQL. The wake is a hint (the worker
+// may take another job): the timers stay due for the evaluation that
+// follows, which offers the line again and sends the NOTIFYs.
 void hand_off_standbys(Dispatcher &d) {
   int n;
   int32 *due = due_budgets(d, &n);
@@ -897,7 +901,8 @@ void hand_off_standbys(Dispatcher &d) {
     const Offer *o = b != nullptr ? affordable_standby(b, now) : nullptr;
     uint32 queue = o != nullptr ? o->queue_hash : 0;
     LWLockRelease(shared->budget_lock);
-    if (o == nullptr || wake_waiters(queue, 1) == 0) add_timer(d, due[i], now);
+    if (o != nullptr) (void)wake_waiters(queue, 1);
+    add_timer(d, due[i], now);
   }
   pfree(due);
 }

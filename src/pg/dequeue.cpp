@@ -269,10 +269,21 @@ void refill_budgeted(const Request &r, BudgetedStream &b, int page) {
 
 // ---- the offered stream ------------------------------------------------------------------
 
+// The slot of a job's offer: where it was read unless the dispatcher has
+// re-posted its line since (budget_lock held); -1 when gone.
+int offer_slot_of(int64 job_id, int read_at) {
+  if (read_at >= 0 && read_at < shared->offer_high && offers[read_at].job_id == job_id) return read_at;
+  for (int i = 0; i < shared->offer_high; ++i)
+    if (offers[i].job_id == job_id) return i;
+  return -1;
+}
+
 // Offers whose job is no longer ready and parked (taken, unbound, gone)
 // leave the board, and their lines are evaluated again: a stale offer
 // would hold its cost off the budget.
 void drop_stale_offers(const int64 *ids, const int *slots, int n, uint64 rows) {
+  // A transaction snapshot does not see jobs parked since it began.
+  if (IsolationUsesXactSnapshot()) return;
   bool *live = static_cast<bool *>(palloc0(sizeof(bool) * n));
   for (uint64 i = 0; i < rows; ++i) {
     int64 id = column_int64(i, 1);
@@ -280,9 +291,10 @@ void drop_stale_offers(const int64 *ids, const int *slots, int n, uint64 rows) {
   }
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
   for (int j = 0; j < n; ++j) {
-    if (live[j] || offers[slots[j]].job_id != ids[j]) continue;
-    if (BudgetEntry *b = find_budget(offers[slots[j]].line_budget)) mark_dirty(b);
-    remove_offer(slots[j]);
+    int slot = live[j] ? -1 : offer_slot_of(ids[j], slots[j]);
+    if (slot < 0) continue;
+    if (BudgetEntry *b = find_budget(offers[slot].line_budget)) mark_dirty(b);
+    remove_offer(slot);
   }
   LWLockRelease(shared->budget_lock);
   wake_dispatcher();
@@ -370,7 +382,7 @@ bool candidate_parked_ahead(const Cand &c, const core::Binding &binding) {
 }
 
 // Debits every budget of the candidate or none.
-bool debit_all(const Cand &c, const Walk &w) {
+bool debit_all(const Cand &c, const Walk &w, TimestampTz *paid_at) {
   reserve_ops(c.nbindings);
   bool ok = true;
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
@@ -385,6 +397,7 @@ bool debit_all(const Cand &c, const Walk &w) {
       core::debit(entries[k]->policy, entries[k]->tokens, c.bindings[k].cost, w.now, w.grace_us);
       record_debit(c.bindings[k].budget, c.bindings[k].cost);
     }
+    *paid_at = GetCurrentTimestamp();  // under the lock: in the order the tokens went
   } else {
     // Tokens will come back: tell the dispatcher whom to wake then.
     uint32 hash = queue_hash(c.queue, strlen(c.queue));
@@ -442,8 +455,9 @@ uint64 take(const Request &r, const int64 *ids, const TimestampTz *paid_at, int 
             TupleDesc desc, MemoryContext out) {
   if (n == 0) return 0;
   prepared(take_plan,
-           "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = COALESCE(NULLIF($4[array_position($1, id)], "
-           "'-infinity'), clock_timestamp()) WHERE id = ANY ($1) RETURNING " ZIZQ_JOB_COLUMNS,
+           "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = COALESCE(NULLIF(t.paid_at, '-infinity'), "
+           "clock_timestamp()) FROM unnest($1::bigint[], $4::timestamptz[]) AS t(job_id, paid_at) "
+           "WHERE id = t.job_id RETURNING " ZIZQ_JOB_COLUMNS,
            {INT8ARRAYOID, INT8OID, INT8OID, TIMESTAMPTZARRAYOID});
   Datum args[4] = {int8_array(ids, n), Int64GetDatum(r.session), Int64GetDatum(r.lease_ms),
                    timestamptz_array(paid_at, n)};
@@ -512,7 +526,8 @@ void hand_back(const Cand *refused, int n) {
     if (c.source == Source::Budgeted) {
       request_park(c.id);
     } else if (c.source == Source::Offered) {
-      if (offers[c.offer_slot].job_id == c.id) remove_offer(c.offer_slot);
+      int slot = offer_slot_of(c.id, c.offer_slot);
+      if (slot >= 0) remove_offer(slot);
     }
     for (int k = 0; k < c.nbindings; ++k) {
       BudgetEntry *b = find_budget(c.bindings[k].budget);
@@ -523,25 +538,25 @@ void hand_back(const Cand *refused, int n) {
   wake_dispatcher();
 }
 
-// Taken offers leave the board. A standby's line then needs its next head
-// offered: the dispatcher looks at it once this commits.
+// Taken offers leave the board. Their lines then need their next heads
+// offered: the dispatcher looks at them once this commits.
 void withdraw_offers(const Cand *taken, int n) {
   bool any = false;
   for (int i = 0; i < n && !any; ++i) any = taken[i].source == Source::Offered;
   if (!any) return;
   reserve_ops(n);
-  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
-  int32 *standby_lines = static_cast<int32 *>(palloc(sizeof(int32) * n));
+  int32 *lines = static_cast<int32 *>(palloc(sizeof(int32) * n));
   int nlines = 0;
+  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
   for (int i = 0; i < n; ++i) {
     if (taken[i].source != Source::Offered) continue;
-    const Offer &o = offers[taken[i].offer_slot];
-    if (o.job_id != taken[i].id) continue;
-    if (o.standby) standby_lines[nlines++] = o.line_budget;
-    remove_offer(taken[i].offer_slot);
+    int slot = offer_slot_of(taken[i].id, taken[i].offer_slot);
+    if (slot < 0) continue;
+    lines[nlines++] = offers[slot].line_budget;
+    remove_offer(slot);
   }
   LWLockRelease(shared->budget_lock);
-  for (int i = 0; i < nlines; ++i) at_commit_dirty(standby_lines[i]);
+  for (int i = 0; i < nlines; ++i) at_commit_dirty(lines[i]);
 }
 
 // A job taken from the budgeted stream may have been ahead of parked jobs
@@ -608,9 +623,8 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
     core::Verdict v = core::admit(
         blocked, cand,
         [&](const core::Candidate &, const core::Binding &b) { return !offer_fresh && candidate_parked_ahead(c, b); },
-        [&](const core::Candidate &) { return debit_all(c, walk); });
+        [&](const core::Candidate &) { return debit_all(c, walk, &c.debited_at); });
     if (v == core::Verdict::Take) {
-      c.debited_at = GetCurrentTimestamp();
       taken[ntaken++] = c;
       if (claim == Claim::Claimed) record_claim(c.id);
     } else {

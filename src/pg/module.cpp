@@ -84,16 +84,17 @@ void define_gucs() {
 // glibc serves blocks of 128 kB and more with mmap and gives the top of the
 // heap back to the kernel once 128 kB lie free there, moving both
 // thresholds as it goes. The executor state of a single-row INSERT into
-// zizq._jobs (13 partial indexes) can straddle them: each enqueue then pays
-// brk or munmap calls, page faults and TLB shootdowns, which on a VM cost
-// more than the INSERT (measured: 16 producers fell from ~3,700 to ~1,400
-// enqueues/s once their sessions had run a dequeue). Fixed thresholds keep
-// such memory in the heap. Set in the postmaster, inherited by every
-// process it forks.
+// zizq._jobs (14 indexes, 13 of them partial) can straddle them: each
+// enqueue then pays brk or munmap calls, page faults and TLB shootdowns,
+// which on a VM cost more than the INSERT (measured: 16 producers fell from
+// ~3,700 to ~1,400 enqueues/s once their sessions had run a dequeue). Fixed
+// thresholds keep such memory in the heap. The price: each server process
+// may keep up to 8 MB of freed heap instead of returning it. Set in the
+// postmaster, inherited by every process it forks.
 void fix_malloc_thresholds() {
   if (!guc_fixed_malloc_thresholds) return;
-  mallopt(M_MMAP_THRESHOLD, 8 * 1024 * 1024);
-  mallopt(M_TRIM_THRESHOLD, 32 * 1024 * 1024);
+  mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
+  mallopt(M_TRIM_THRESHOLD, 8 * 1024 * 1024);
 }
 
 void register_dispatcher() {

@@ -143,7 +143,7 @@ void log_budget_op(const Op &op) {
 }
 
 // Standby offers a commit made affordable: a worker of each queue is woken
-// straight away (see Offer in shmem.hpp).
+// straight away (see Offer in shmem.hpp), ahead of the dispatcher.
 struct Handoffs {
   int n;
   int32 budgets[8];
@@ -171,9 +171,10 @@ void apply_budget_op(const Op &op, int64 now, Handoffs &handoffs) {
         handoffs.budgets[handoffs.n] = b->id;
         handoffs.queues[handoffs.n++] = standby->queue_hash;
       }
-      // The worker that takes the standby has the line re-evaluated when it
-      // commits; the dispatcher need not look now.
-      if (b->starved || (any_parked(b) && standby == nullptr && !noted)) mark_dirty(b);
+      // The hand-off is a hint: the woken worker may take something else.
+      // The dispatcher evaluates the line as before; it replaces offers in
+      // one critical section, so the worker never finds the line bare.
+      if (b->starved || any_parked(b)) mark_dirty(b);
       break;
     }
     case Kind::ParkedDrop:
@@ -216,15 +217,7 @@ void commit_all() {
     wake_dispatcher_now = wake_dispatcher_now || shared->dirty_count > dirty_before;
     LWLockRelease(shared->budget_lock);
   }
-  for (int i = 0; i < handoffs.n; ++i) {
-    if (wake_waiters(handoffs.queues[i], 1) > 0) continue;
-    // Nobody waits in dequeue(wait): the dispatcher offers it and sends the
-    // NOTIFY for workers that LISTEN.
-    LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
-    if (BudgetEntry *b = find_budget(handoffs.budgets[i])) mark_dirty(b);
-    LWLockRelease(shared->budget_lock);
-    wake_dispatcher_now = true;
-  }
+  for (int i = 0; i < handoffs.n; ++i) (void)wake_waiters(handoffs.queues[i], 1);
   for (int i = 0; i < nops; ++i) {
     if (ops[i].kind != Kind::WakeQueue) continue;
     int count = ops[i].value;
