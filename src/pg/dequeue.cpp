@@ -5,13 +5,15 @@
 //   free     unbudgeted jobs, read with FOR UPDATE SKIP LOCKED: every row
 //            read is taken (SKIP LOCKED never blocks, rows another worker
 //            holds are passed over);
-//   budgeted budgeted jobs not parked, read without locks, so that a job the
-//            worker may not take is never left locked;
+//   budgeted budgeted jobs not parked, claimed as they are read but not
+//            locked, so that a job the worker may not take is never left
+//            locked;
 //   offered  parked jobs the dispatcher found affordable (shared memory).
 // Budgeted and offered candidates go through core::admit (blocked lines,
-// parked jobs ahead, all-or-nothing debit); the taken ones are then locked
-// with SKIP LOCKED — one another worker got first is refunded — and all
-// taken jobs become in_flight in one UPDATE. Budgeted jobs refused are handed
+// parked jobs ahead, all-or-nothing debit). One statement then locks the
+// taken ones (SKIP LOCKED, and only while still the row version the walk
+// read) and makes them in_flight with the free ones; one another worker got
+// first, or that changed meanwhile, is refunded. Budgeted jobs refused are handed
 // to the dispatcher to park, so later dequeues do not walk them again.
 //
 // With nothing budgeted in sight (the common case) the whole dequeue is one
@@ -81,11 +83,18 @@ struct Cand {
   core::Binding bindings[core::kMaxBindings];
   int offer_slot;          // Offered: its slot in shared memory
   uint32 versions[core::kMaxBindings];  // Offered: park versions when offered
+  TransactionId seen_xmin;  // Budgeted, Offered: the row version read (take checks it is still current)
   TimestampTz debited_at;  // taken: when its budgets paid
 };
 
 bool cand_before(const Cand &a, const Cand &b) {
   return a.priority != b.priority ? a.priority < b.priority : a.id < b.id;
+}
+
+TransactionId column_xid(uint64 row, int col) {
+  bool isnull = false;
+  Datum d = column(row, col, &isnull);
+  return isnull ? InvalidTransactionId : DatumGetTransactionId(d);
 }
 
 void read_bindings(uint64 row, int ids_col, int costs_col, Cand &c) {
@@ -120,7 +129,7 @@ struct Stream {
 SPIPlanPtr fast_one = nullptr, fast_all = nullptr, take_plan = nullptr;
 SPIPlanPtr free_one = nullptr, free_all = nullptr;
 SPIPlanPtr budgeted_one = nullptr, budgeted_all = nullptr;
-SPIPlanPtr offered_plan = nullptr, lock_plan = nullptr;
+SPIPlanPtr offered_plan = nullptr;
 
 // One statement when nothing budgeted is in sight. The ids are chosen in a
 // sub-select (FOR UPDATE SKIP LOCKED) whose array the UPDATE finds by primary
@@ -158,14 +167,14 @@ SPIPlanPtr free_plan(bool all) {
 SPIPlanPtr budgeted_plan(bool all) {
   if (all)
     return prepared(budgeted_all,
-                    "SELECT id, priority, queue, budget_ids, budget_costs FROM zizq._jobs WHERE status = 'ready' "
-                    "AND budget_ids IS NOT NULL AND NOT parked AND (priority, id) > ($1, $2) AND zizq._unclaimed(id) "
+                    "SELECT id, priority, queue, budget_ids, budget_costs, xmin FROM zizq._jobs WHERE status = 'ready' "
+                    "AND budget_ids IS NOT NULL AND NOT parked AND (priority, id) > ($1, $2) AND zizq._claim(id) "
                     "ORDER BY priority, id LIMIT $3",
                     {INT4OID, INT8OID, INT4OID});
   return prepared(budgeted_one,
-                  "SELECT id, priority, queue, budget_ids, budget_costs FROM zizq._jobs WHERE status = 'ready' "
+                  "SELECT id, priority, queue, budget_ids, budget_costs, xmin FROM zizq._jobs WHERE status = 'ready' "
                   "AND budget_ids IS NOT NULL AND NOT parked AND queue = $4 AND (queue, priority, id) > ($4, $1, $2) "
-                  "AND zizq._unclaimed(id) ORDER BY queue, priority, id LIMIT $3",
+                  "AND zizq._claim(id) ORDER BY queue, priority, id LIMIT $3",
                   {INT4OID, INT8OID, INT4OID, TEXTOID});
 }
 
@@ -250,13 +259,18 @@ void refill_budgeted(const Request &r, BudgetedStream &b, int page) {
       c.queue = column_text(i, 3);
       c.source = Source::Budgeted;
       read_bindings(i, 4, 5, c);
+      c.seen_xmin = column_xid(i, 6);
     }
   }
   std::sort(rows, rows + count, cand_before);
   // With several queues, only rows before the first queue's page end are
   // known to be complete in order; keep it simple: a short page from every
-  // queue means the stream is done.
-  if (n > 1 && count > page) count = page;
+  // queue means the stream is done. The rows cut off are read again by the
+  // next page: their claims go now, or that page would skip them as claimed.
+  if (n > 1 && count > page) {
+    for (int i = page; i < count; ++i) drop_claim_now(rows[i].id);
+    count = page;
+  }
   b.s.rows = rows;
   b.s.count = count;
   b.s.pos = 0;
@@ -330,7 +344,7 @@ Stream read_offers(const Request &r) {
   LWLockRelease(shared->budget_lock);
   if (n == 0) return s;
   prepared(offered_plan,
-           "SELECT id, priority, queue, budget_ids, budget_costs FROM zizq._jobs "
+           "SELECT id, priority, queue, budget_ids, budget_costs, xmin FROM zizq._jobs "
            "WHERE id = ANY ($1) AND status = 'ready' AND parked ORDER BY priority, id",
            {INT8ARRAYOID});
   Datum args[1] = {int8_array(ids, n)};
@@ -344,6 +358,7 @@ Stream read_offers(const Request &r) {
     c.queue = column_text(i, 3);
     c.source = Source::Offered;
     read_bindings(i, 4, 5, c);
+    c.seen_xmin = column_xid(i, 6);
     if (!wants_queue(r, c.queue)) continue;  // a queue-hash collision
     for (int j = 0; j < n; ++j)
       if (ids[j] == c.id) {
@@ -449,20 +464,37 @@ void note_taken(const Request &r, uint64 rows) {
   if (r.leased && rows > 0) at_commit_wake_dispatcher_before(GetCurrentTimestamp() + r.lease_ms * 1000);
 }
 
-// dequeued_at of a budgeted job is the instant its budgets paid (DT_NOBEGIN
-// for the others: the UPDATE's clock), so that it orders as the tokens did.
-uint64 take(const Request &r, const int64 *ids, const TimestampTz *paid_at, int n, Tuplestorestate *store,
-            TupleDesc desc, MemoryContext out) {
-  if (n == 0) return 0;
+// The jobs to take: free ones (locked by their cursors already, seen 0)
+// and budgeted or offered ones (debited; locked here, SKIP LOCKED, and only
+// if the row is still the version the walk read).
+struct TakeList {
+  int64 *ids;
+  TimestampTz *paid_at;  // DT_NOBEGIN: free
+  TransactionId *seen;   // InvalidTransactionId: free
+  int n;
+};
+
+// Locks and takes the list in one statement; taken[i] tells which went
+// in_flight. dequeued_at of a budgeted job is the instant its budgets paid
+// (the UPDATE's clock for the others), so that it orders as the tokens did.
+uint64 take(const Request &r, const TakeList &list, bool *taken, Tuplestorestate *store, TupleDesc desc,
+            MemoryContext out) {
+  if (list.n == 0) return 0;
   prepared(take_plan,
-           "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = COALESCE(NULLIF(t.paid_at, '-infinity'), "
-           "clock_timestamp()) FROM unnest($1::bigint[], $4::timestamptz[]) AS t(job_id, paid_at) "
-           "WHERE id = t.job_id RETURNING " ZIZQ_JOB_COLUMNS,
-           {INT8ARRAYOID, INT8OID, INT8OID, TIMESTAMPTZARRAYOID});
-  Datum args[4] = {int8_array(ids, n), Int64GetDatum(r.session), Int64GetDatum(r.lease_ms),
-                   timestamptz_array(paid_at, n)};
-  char nulls[4] = {' ', r.leased ? 'n' : ' ', r.leased ? ' ' : 'n', ' '};
+           "WITH mine AS MATERIALIZED (SELECT j.id AS job_id, t.paid_at FROM unnest($1::bigint[], $4::timestamptz[], "
+           "$5::xid[]) AS t(job_id, paid_at, seen) JOIN zizq._jobs j ON j.id = t.job_id WHERE j.status = 'ready' "
+           "AND (t.seen = '0'::xid OR j.xmin = t.seen) FOR UPDATE OF j SKIP LOCKED) "
+           "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = COALESCE(NULLIF(mine.paid_at, '-infinity'), "
+           "clock_timestamp()) FROM mine WHERE id = mine.job_id RETURNING " ZIZQ_JOB_COLUMNS,
+           {INT8ARRAYOID, INT8OID, INT8OID, TIMESTAMPTZARRAYOID, XIDARRAYOID});
+  Datum args[5] = {int8_array(list.ids, list.n), Int64GetDatum(r.session), Int64GetDatum(r.lease_ms),
+                   timestamptz_array(list.paid_at, list.n), xid_array(list.seen, list.n)};
+  char nulls[5] = {' ', r.leased ? 'n' : ' ', r.leased ? ' ' : 'n', ' ', ' '};
   uint64 rows = run_plan(take_plan, args, nulls, false);
+  int64 *got = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(rows, 1)));
+  for (uint64 i = 0; i < rows; ++i) got[i] = column_int64(i, 1);
+  std::sort(got, got + rows);
+  for (int i = 0; i < list.n; ++i) taken[i] = std::binary_search(got, got + rows, list.ids[i]);
   reserve_ops(static_cast<int>(rows) + 1);
   note_taken(r, rows);
   emit_taken(rows, store, desc, out);
@@ -483,35 +515,18 @@ uint64 fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, Me
   return rows;
 }
 
-// Locks the budgeted/offered candidates taken in the walk; refunds those
-// another worker got first (or whose bindings changed meanwhile). Returns
-// how many remain, compacted at the front of `taken`.
-int lock_taken(Cand *taken, int n) {
-  if (n == 0) return 0;
-  prepared(lock_plan,
-           "SELECT id, parked, budget_ids, budget_costs FROM zizq._jobs WHERE id = ANY ($1) AND status = 'ready' "
-           "FOR UPDATE SKIP LOCKED",
-           {INT8ARRAYOID});
-  int64 *ids = static_cast<int64 *>(palloc(sizeof(int64) * n));
-  for (int i = 0; i < n; ++i) ids[i] = taken[i].id;
-  Datum args[1] = {int8_array(ids, n)};
-  uint64 got = run_plan(lock_plan, args, nullptr, false);
+// Refunds the debited candidates the take statement did not get (another
+// worker locked them first, or they changed since the walk read them).
+// Returns how many remain, compacted at the front of `cands`.
+int settle_taken(Cand *cands, int n, const bool *taken) {
   int kept = 0;
   for (int i = 0; i < n; ++i) {
-    bool ok = false;
-    for (uint64 row = 0; row < got && !ok; ++row) {
-      if (column_int64(row, 1) != taken[i].id) continue;
-      Cand now;
-      read_bindings(row, 3, 4, now);
-      ok = column_bool(row, 2) == (taken[i].source == Source::Offered) && now.nbindings == taken[i].nbindings &&
-           memcmp(now.bindings, taken[i].bindings, sizeof(core::Binding) * now.nbindings) == 0;
+    if (taken[i]) {
+      cands[kept++] = cands[i];
+      continue;
     }
-    if (ok) {
-      taken[kept++] = taken[i];
-    } else {
-      for (int k = 0; k < taken[i].nbindings; ++k) refund_debit_now(taken[i].bindings[k].budget, taken[i].bindings[k].cost);
-      drop_claim_now(taken[i].id);
-    }
+    for (int k = 0; k < cands[i].nbindings; ++k) refund_debit_now(cands[i].bindings[k].budget, cands[i].bindings[k].cost);
+    drop_claim_now(cands[i].id);
   }
   return kept;
 }
@@ -575,6 +590,24 @@ void revisit_lines_behind(const Cand *taken, int n) {
   }
 }
 
+TakeList take_list(const int64 *free_ids, int nfree, const Cand *taken, int ntaken) {
+  int n = nfree + ntaken;
+  TakeList list{static_cast<int64 *>(palloc(sizeof(int64) * (n + 1))),
+                static_cast<TimestampTz *>(palloc(sizeof(TimestampTz) * (n + 1))),
+                static_cast<TransactionId *>(palloc(sizeof(TransactionId) * (n + 1))), n};
+  for (int i = 0; i < nfree; ++i) {
+    list.ids[i] = free_ids[i];
+    list.paid_at[i] = DT_NOBEGIN;
+    list.seen[i] = InvalidTransactionId;
+  }
+  for (int i = 0; i < ntaken; ++i) {
+    list.ids[nfree + i] = taken[i].id;
+    list.paid_at[nfree + i] = taken[i].debited_at;
+    list.seen[nfree + i] = taken[i].seen_xmin;
+  }
+  return list;
+}
+
 uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryContext out) {
   bool loaded;
   LWLockAcquire(shared->budget_lock, LW_SHARED);
@@ -582,7 +615,9 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
   LWLockRelease(shared->budget_lock);
 
   begin_claim_batch();
-  const int page = ZZ_MIN(r.max_jobs * 2 + 8, 1000);
+  // Budgeted rows are claimed as they are read: read about what is wanted,
+  // and page on when refusals use them up.
+  const int page = ZZ_MIN(r.max_jobs + 8, 1000);
   Stream offered = loaded ? read_offers(r) : Stream{nullptr, 0, 0, true};
   BudgetedStream budgeted{{nullptr, 0, 0, true}, -1, 0};
   if (loaded) refill_budgeted(r, budgeted, page);
@@ -614,10 +649,14 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
     Cand c = *best;
     (c.source == Source::Budgeted ? budgeted.s.pos : offered.pos)++;
     // A job an uncommitted dequeue has taken still looks ready here: skip
-    // it rather than spend tokens on it (and block its line).
-    reserve_ops(1);
-    Claim claim = claim_job(c.id);
-    if (claim == Claim::Busy) continue;
+    // it rather than spend tokens on it (and block its line). The budgeted
+    // query claimed its rows already; offers are claimed here.
+    Claim claim = Claim::Untracked;
+    if (c.source == Source::Offered) {
+      reserve_ops(1);
+      claim = claim_job(c.id);
+      if (claim == Claim::Busy) continue;
+    }
     core::Candidate cand{c.id, c.priority, c.bindings, c.nbindings};
     bool offer_fresh = c.source == Source::Offered && offered_line_unchanged(c);
     core::Verdict v = core::admit(
@@ -633,22 +672,15 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
     }
   }
   close_free(fs);
-  ntaken = lock_taken(taken, ntaken);
+  TakeList list = take_list(free_ids, nfree, taken, ntaken);
+  drop_unused_claims(list.ids, list.n);  // rows read ahead or refused
+  bool *got = static_cast<bool *>(palloc0(sizeof(bool) * (list.n + 1)));
+  uint64 rows = take(r, list, got, store, desc, out);
+  ntaken = settle_taken(taken, ntaken, got + nfree);
   withdraw_offers(taken, ntaken);
   revisit_lines_behind(taken, ntaken);
   hand_back(refused, nrefused);
-  int64 *ids = static_cast<int64 *>(palloc(sizeof(int64) * (nfree + ntaken + 1)));
-  TimestampTz *paid_at = static_cast<TimestampTz *>(palloc(sizeof(TimestampTz) * (nfree + ntaken + 1)));
-  for (int i = 0; i < nfree; ++i) {
-    ids[i] = free_ids[i];
-    paid_at[i] = DT_NOBEGIN;
-  }
-  for (int i = 0; i < ntaken; ++i) {
-    ids[nfree + i] = taken[i].id;
-    paid_at[nfree + i] = taken[i].debited_at;
-  }
-  drop_unused_claims(ids, nfree + ntaken);  // heads the free cursors read ahead
-  return take(r, ids, paid_at, nfree + ntaken, store, desc, out);
+  return rows;
 }
 
 // ---- waiting ------------------------------------------------------------------------------

@@ -69,6 +69,12 @@ Datum timestamptz_array(const TimestampTz *values, int n) {
   return PointerGetDatum(construct_array(elems, n, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 }
 
+Datum xid_array(const TransactionId *values, int n) {
+  Datum *elems = static_cast<Datum *>(palloc(sizeof(Datum) * ZZ_MAX(n, 1)));
+  for (int i = 0; i < n; ++i) elems[i] = TransactionIdGetDatum(values[i]);
+  return PointerGetDatum(construct_array(elems, n, XIDOID, 4, true, TYPALIGN_INT));
+}
+
 int array_int4(Datum array, int32 **out) {
   ArrayType *a = DatumGetArrayTypeP(array);
   Datum *elems;
