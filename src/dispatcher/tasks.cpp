@@ -35,6 +35,7 @@ constexpr int64 kBusyRetryMs = 20;
 struct Timer {
   int32 budget;  // hash key
   int64 due_us;
+  bool handed_off;  // put back after a hand-off: evaluate when due, no second hand-off
 };
 
 // ---- transactions ----------------------------------------------------------------
@@ -506,10 +507,13 @@ Snapshot snapshot_of(int32 id) {
   return s;
 }
 
-void add_timer(Dispatcher &d, int32 budget, int64 due_us) {
+void add_timer(Dispatcher &d, int32 budget, int64 due_us, bool handed_off = false) {
   bool found = false;
   auto *t = static_cast<Timer *>(hash_search(d.timers, &budget, HASH_ENTER, &found));
-  if (!found || due_us < t->due_us) t->due_us = due_us;
+  if (!found || due_us < t->due_us) {
+    t->due_us = due_us;
+    t->handed_off = handed_off;
+  }
 }
 
 // Withdraws the offers made from this budget's lines: the evaluation below
@@ -770,16 +774,23 @@ void evaluate(Dispatcher &d, int32 budget, Wakes &wakes) {
   serve_starved(d, budget, now, wakes);
 }
 
-int32 *due_budgets(Dispatcher &d, int *n) {
+// Removes and returns the due timers' budgets; handed_off[i] (when asked)
+// whether that timer was put back after a hand-off.
+int32 *due_budgets(Dispatcher &d, int *n, bool **handed_off = nullptr) {
   int64 now = monotonic_us();
   long count = hash_get_num_entries(d.timers);
   int32 *ids = static_cast<int32 *>(palloc(sizeof(int32) * ZZ_MAX(count, 1)));
+  bool *flags = static_cast<bool *>(palloc(sizeof(bool) * ZZ_MAX(count, 1)));
   *n = 0;
   HASH_SEQ_STATUS scan;
   hash_seq_init(&scan, d.timers);
   for (auto *t = static_cast<Timer *>(hash_seq_search(&scan)); t != nullptr;
        t = static_cast<Timer *>(hash_seq_search(&scan)))
-    if (t->due_us <= now) ids[(*n)++] = t->budget;
+    if (t->due_us <= now) {
+      flags[*n] = t->handed_off;
+      ids[(*n)++] = t->budget;
+    }
+  if (handed_off != nullptr) *handed_off = flags;
   for (int i = 0; i < *n; ++i) hash_search(d.timers, &ids[i], HASH_REMOVE, nullptr);
   return ids;
 }
@@ -889,20 +900,30 @@ void start(Dispatcher &d) {
 
 // Due timers whose budget's standby offer can now be paid: a worker of its
 // queue is woken first thing, with no SQL. The wake is a hint (the worker
-// may take another job): the timers stay due for the evaluation that
-// follows, which offers the line again and sends the NOTIFYs.
+// may take another job): the timer stays, for an evaluation that offers the
+// line again and sends the NOTIFYs. After a wake it comes a little later: a
+// woken worker takes the standby within a millisecond or two, and an
+// evaluation meanwhile would compete with it for the CPU and the budget
+// lock (the taker's commit has the line evaluated anyway).
+constexpr int64 kHandOffWindowUs = 2000;
+
 void hand_off_standbys(Dispatcher &d) {
   int n;
-  int32 *due = due_budgets(d, &n);
+  bool *handed_off;
+  int32 *due = due_budgets(d, &n, &handed_off);
   int64 now = monotonic_us();
   for (int i = 0; i < n; ++i) {
+    if (handed_off[i]) {  // the hand-off did not settle it: evaluate now
+      add_timer(d, due[i], now);
+      continue;
+    }
     LWLockAcquire(shared->budget_lock, LW_SHARED);
     BudgetEntry *b = find_budget(due[i]);
     const Offer *o = b != nullptr ? affordable_standby(b, now) : nullptr;
     uint32 queue = o != nullptr ? o->queue_hash : 0;
     LWLockRelease(shared->budget_lock);
-    if (o != nullptr) (void)wake_waiters(queue, 1);
-    add_timer(d, due[i], now);
+    bool woken = o != nullptr && wake_waiters(queue, 1) > 0;
+    add_timer(d, due[i], woken ? now + kHandOffWindowUs : now, woken);
   }
   pfree(due);
 }

@@ -112,11 +112,21 @@ using namespace zizq::pg;
 
 extern "C" {
 
+// zizq._unclaimed(id): whether no open dequeue has claimed the job. The
+// budgeted read skips those in SQL; it claims only the candidates its walk
+// considers, so that a row it reads ahead stays free for other workers.
+PG_FUNCTION_INFO_V1(zizq_unclaimed);
+Datum zizq_unclaimed(PG_FUNCTION_ARGS) {
+  int64 id = PG_GETARG_INT64(0);
+  bool claimed = false;
+  zizq::pg::claimed_jobs(&id, 1, &claimed);
+  PG_RETURN_BOOL(!claimed);
+}
+
 // zizq._claim(id): claims a job for the current dequeue attempt (see
 // claims.hpp); false when another transaction holds it. The last filter of
-// the dequeue statements: before FOR UPDATE SKIP LOCKED for unbudgeted jobs,
-// before the admission walk for budgeted ones. Claims the attempt does not
-// take are dropped at its end (drop_unused_claims).
+// the unbudgeted dequeue statements, before FOR UPDATE SKIP LOCKED. Claims
+// the attempt does not take are dropped at its end (drop_unused_claims).
 PG_FUNCTION_INFO_V1(zizq_claim);
 Datum zizq_claim(PG_FUNCTION_ARGS) {
   int64 id = PG_GETARG_INT64(0);

@@ -5,9 +5,8 @@
 //   free     unbudgeted jobs, read with FOR UPDATE SKIP LOCKED: every row
 //            read is taken (SKIP LOCKED never blocks, rows another worker
 //            holds are passed over);
-//   budgeted budgeted jobs not parked, claimed as they are read but not
-//            locked, so that a job the worker may not take is never left
-//            locked;
+//   budgeted budgeted jobs not parked, read without locks, so that a job
+//            the worker may not take is never left locked;
 //   offered  parked jobs the dispatcher found affordable (shared memory).
 // Budgeted and offered candidates go through core::admit (blocked lines,
 // parked jobs ahead, all-or-nothing debit). One statement then locks the
@@ -168,13 +167,13 @@ SPIPlanPtr budgeted_plan(bool all) {
   if (all)
     return prepared(budgeted_all,
                     "SELECT id, priority, queue, budget_ids, budget_costs, xmin FROM zizq._jobs WHERE status = 'ready' "
-                    "AND budget_ids IS NOT NULL AND NOT parked AND (priority, id) > ($1, $2) AND zizq._claim(id) "
+                    "AND budget_ids IS NOT NULL AND NOT parked AND (priority, id) > ($1, $2) AND zizq._unclaimed(id) "
                     "ORDER BY priority, id LIMIT $3",
                     {INT4OID, INT8OID, INT4OID});
   return prepared(budgeted_one,
                   "SELECT id, priority, queue, budget_ids, budget_costs, xmin FROM zizq._jobs WHERE status = 'ready' "
                   "AND budget_ids IS NOT NULL AND NOT parked AND queue = $4 AND (queue, priority, id) > ($4, $1, $2) "
-                  "AND zizq._claim(id) ORDER BY queue, priority, id LIMIT $3",
+                  "AND zizq._unclaimed(id) ORDER BY queue, priority, id LIMIT $3",
                   {INT4OID, INT8OID, INT4OID, TEXTOID});
 }
 
@@ -265,12 +264,8 @@ void refill_budgeted(const Request &r, BudgetedStream &b, int page) {
   std::sort(rows, rows + count, cand_before);
   // With several queues, only rows before the first queue's page end are
   // known to be complete in order; keep it simple: a short page from every
-  // queue means the stream is done. The rows cut off are read again by the
-  // next page: their claims go now, or that page would skip them as claimed.
-  if (n > 1 && count > page) {
-    for (int i = page; i < count; ++i) drop_claim_now(rows[i].id);
-    count = page;
-  }
+  // queue means the stream is done.
+  if (n > 1 && count > page) count = page;
   b.s.rows = rows;
   b.s.count = count;
   b.s.pos = 0;
@@ -475,17 +470,19 @@ struct TakeList {
 };
 
 // Locks and takes the list in one statement; taken[i] tells which went
-// in_flight. dequeued_at of a budgeted job is the instant its budgets paid
-// (the UPDATE's clock for the others), so that it orders as the tokens did.
+// in_flight. `id = ANY ($1)` keeps both scans of the table on its primary
+// key whatever the planner thinks of the unnest's size. dequeued_at of a
+// budgeted job is the instant its budgets paid (the UPDATE's clock for the
+// others), so that it orders as the tokens did.
 uint64 take(const Request &r, const TakeList &list, bool *taken, Tuplestorestate *store, TupleDesc desc,
             MemoryContext out) {
   if (list.n == 0) return 0;
   prepared(take_plan,
            "WITH mine AS MATERIALIZED (SELECT j.id AS job_id, t.paid_at FROM unnest($1::bigint[], $4::timestamptz[], "
-           "$5::xid[]) AS t(job_id, paid_at, seen) JOIN zizq._jobs j ON j.id = t.job_id WHERE j.status = 'ready' "
-           "AND (t.seen = '0'::xid OR j.xmin = t.seen) FOR UPDATE OF j SKIP LOCKED) "
+           "$5::xid[]) AS t(job_id, paid_at, seen) JOIN zizq._jobs j ON j.id = t.job_id WHERE j.id = ANY ($1) "
+           "AND j.status = 'ready' AND (t.seen = '0'::xid OR j.xmin = t.seen) FOR UPDATE OF j SKIP LOCKED) "
            "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = COALESCE(NULLIF(mine.paid_at, '-infinity'), "
-           "clock_timestamp()) FROM mine WHERE id = mine.job_id RETURNING " ZIZQ_JOB_COLUMNS,
+           "clock_timestamp()) FROM mine WHERE id = mine.job_id AND id = ANY ($1) RETURNING " ZIZQ_JOB_COLUMNS,
            {INT8ARRAYOID, INT8OID, INT8OID, TIMESTAMPTZARRAYOID, XIDARRAYOID});
   Datum args[5] = {int8_array(list.ids, list.n), Int64GetDatum(r.session), Int64GetDatum(r.lease_ms),
                    timestamptz_array(list.paid_at, list.n), xid_array(list.seen, list.n)};
@@ -615,8 +612,7 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
   LWLockRelease(shared->budget_lock);
 
   begin_claim_batch();
-  // Budgeted rows are claimed as they are read: read about what is wanted,
-  // and page on when refusals use them up.
+  // Read about what is wanted, and page on when refusals use it up.
   const int page = ZZ_MIN(r.max_jobs + 8, 1000);
   Stream offered = loaded ? read_offers(r) : Stream{nullptr, 0, 0, true};
   BudgetedStream budgeted{{nullptr, 0, 0, true}, -1, 0};
@@ -649,14 +645,12 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
     Cand c = *best;
     (c.source == Source::Budgeted ? budgeted.s.pos : offered.pos)++;
     // A job an uncommitted dequeue has taken still looks ready here: skip
-    // it rather than spend tokens on it (and block its line). The budgeted
-    // query claimed its rows already; offers are claimed here.
-    Claim claim = Claim::Untracked;
-    if (c.source == Source::Offered) {
-      reserve_ops(1);
-      claim = claim_job(c.id);
-      if (claim == Claim::Busy) continue;
-    }
+    // it rather than spend tokens on it (and block its line). Only the
+    // candidates considered are claimed: a row read ahead stays free for
+    // the other workers, in its place in line.
+    reserve_ops(1);
+    Claim claim = claim_job(c.id);
+    if (claim == Claim::Busy) continue;
     core::Candidate cand{c.id, c.priority, c.bindings, c.nbindings};
     bool offer_fresh = c.source == Source::Offered && offered_line_unchanged(c);
     core::Verdict v = core::admit(
