@@ -470,19 +470,19 @@ struct TakeList {
 };
 
 // Locks and takes the list in one statement; taken[i] tells which went
-// in_flight. `id = ANY ($1)` keeps both scans of the table on its primary
-// key whatever the planner thinks of the unnest's size. dequeued_at of a
-// budgeted job is the instant its budgets paid (the UPDATE's clock for the
+// in_flight. (The planner picks a hash join over a sequential scan only
+// while the table is nearly empty; `id = ANY ($1)` beside the join made the
+// lookup quadratic: keep the join alone.) dequeued_at of a budgeted job is the instant its budgets paid (the UPDATE's clock for the
 // others), so that it orders as the tokens did.
 uint64 take(const Request &r, const TakeList &list, bool *taken, Tuplestorestate *store, TupleDesc desc,
             MemoryContext out) {
   if (list.n == 0) return 0;
   prepared(take_plan,
            "WITH mine AS MATERIALIZED (SELECT j.id AS job_id, t.paid_at FROM unnest($1::bigint[], $4::timestamptz[], "
-           "$5::xid[]) AS t(job_id, paid_at, seen) JOIN zizq._jobs j ON j.id = t.job_id WHERE j.id = ANY ($1) "
-           "AND j.status = 'ready' AND (t.seen = '0'::xid OR j.xmin = t.seen) FOR UPDATE OF j SKIP LOCKED) "
+           "$5::xid[]) AS t(job_id, paid_at, seen) JOIN zizq._jobs j ON j.id = t.job_id WHERE j.status = 'ready' "
+           "AND (t.seen = '0'::xid OR j.xmin = t.seen) FOR UPDATE OF j SKIP LOCKED) "
            "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = COALESCE(NULLIF(mine.paid_at, '-infinity'), "
-           "clock_timestamp()) FROM mine WHERE id = mine.job_id AND id = ANY ($1) RETURNING " ZIZQ_JOB_COLUMNS,
+           "clock_timestamp()) FROM mine WHERE id = mine.job_id RETURNING " ZIZQ_JOB_COLUMNS,
            {INT8ARRAYOID, INT8OID, INT8OID, TIMESTAMPTZARRAYOID, XIDARRAYOID});
   Datum args[5] = {int8_array(list.ids, list.n), Int64GetDatum(r.session), Int64GetDatum(r.lease_ms),
                    timestamptz_array(list.paid_at, list.n), xid_array(list.seen, list.n)};
