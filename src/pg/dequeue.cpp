@@ -12,8 +12,8 @@
 // parked jobs ahead, all-or-nothing debit). One statement then locks the
 // taken ones (SKIP LOCKED, and only while still the row version the walk
 // read) and makes them in_flight with the free ones; one another worker got
-// first, or that changed meanwhile, is refunded. Budgeted jobs refused are handed
-// to the dispatcher to park, so later dequeues do not walk them again.
+// first, or that changed meanwhile, is refunded. Budgeted jobs refused are
+// handed to the dispatcher to park, so later dequeues do not walk them again.
 //
 // With nothing budgeted in sight (the common case) the whole dequeue is one
 // UPDATE ... FROM (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n).
@@ -470,10 +470,11 @@ struct TakeList {
 };
 
 // Locks and takes the list in one statement; taken[i] tells which went
-// in_flight. (The planner picks a hash join over a sequential scan only
-// while the table is nearly empty; `id = ANY ($1)` beside the join made the
-// lookup quadratic: keep the join alone.) dequeued_at of a budgeted job is the instant its budgets paid (the UPDATE's clock for the
-// others), so that it orders as the tokens did.
+// in_flight. dequeued_at of a budgeted job is the instant its budgets paid
+// (the UPDATE's clock for the others), so that it orders as the tokens did.
+// The join finds the rows by primary key once the table has statistics (a
+// sequential scan only while it is nearly empty); an extra `j.id = ANY ($1)`
+// made the lookup quadratic.
 uint64 take(const Request &r, const TakeList &list, bool *taken, Tuplestorestate *store, TupleDesc desc,
             MemoryContext out) {
   if (list.n == 0) return 0;
