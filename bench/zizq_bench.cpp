@@ -177,6 +177,16 @@ double drain_queue(const Args &a, const std::string &queue, int batch, int64_t t
   return finish.at() - start;
 }
 
+// Dequeues one job of `queue`, waiting up to `wait`, and completes it at
+// once. Returns when the dequeue returned, or -1 when no job came.
+double run_one(Conn &c, const std::string &queue, const std::string &wait) {
+  auto r = c.exec("SELECT id FROM zizq.dequeue(ARRAY[$1], 1, wait => $2::interval)", {queue, wait});
+  double t = now_s();
+  if (r.rows() == 0) return -1;
+  c.exec("SELECT zizq.complete($1::bigint)", {r.get(0, 0)});
+  return t;
+}
+
 // ---- scenarios ------------------------------------------------------------------
 
 void enqueue_single(const Args &a) {
@@ -448,10 +458,8 @@ void rate(const Args &a) {
   std::vector<double> times;
   timed_workers(a.workers, [&](Conn &wc) {
     while (!stop.load()) {
-      auto r = wc.exec("SELECT id FROM zizq.dequeue(ARRAY['rate'], 1, wait => '100 ms')");
-      double t = now_s();
-      if (r.rows() == 0) continue;
-      wc.exec("SELECT zizq.complete($1::bigint)", {r.get(0, 0)});
+      double t = run_one(wc, "rate", "100 ms");
+      if (t < 0) continue;
       std::lock_guard<std::mutex> lock(mu);
       times.push_back(t);
       if (t - times.front() >= a.seconds + 0.5 || times.size() == n) stop = true;
@@ -488,10 +496,8 @@ void refill(const Args &a) {
   run_threads(4, [&](int) {
     Conn wc;
     while (done.load() < n) {
-      auto r = wc.exec("SELECT id FROM zizq.dequeue(ARRAY['refill'], 1, wait => '200 ms')");
-      double t = now_s();
-      if (r.rows() == 0) continue;
-      wc.exec("SELECT zizq.complete($1::bigint)", {r.get(0, 0)});
+      double t = run_one(wc, "refill", "200 ms");
+      if (t < 0) continue;
       std::lock_guard<std::mutex> lock(mu);
       times.push_back(t);
       ++done;

@@ -39,40 +39,41 @@ int32 column_int32(uint64 row, int col) {
   return isnull ? 0 : DatumGetInt32(d);
 }
 
-bool column_bool(uint64 row, int col) {
-  bool isnull = false;
-  Datum d = column(row, col, &isnull);
-  return !isnull && DatumGetBool(d);
-}
-
 char *column_text(uint64 row, int col) {
   bool isnull = false;
   Datum d = column(row, col, &isnull);
   return isnull ? nullptr : TextDatumGetCString(d);
 }
 
-Datum int4_array(const int32 *values, int n) {
+namespace {
+
+// A one-dimensional array of n values (palloc'd), each made a Datum by `to_datum`.
+template <typename T, typename ToDatum>
+Datum datum_array(const T *values, int n, ToDatum to_datum, Oid type, int len, bool byval, char align) {
   Datum *elems = static_cast<Datum *>(palloc(sizeof(Datum) * ZZ_MAX(n, 1)));
-  for (int i = 0; i < n; ++i) elems[i] = Int32GetDatum(values[i]);
-  return PointerGetDatum(construct_array(elems, n, INT4OID, 4, true, TYPALIGN_INT));
+  for (int i = 0; i < n; ++i) elems[i] = to_datum(values[i]);
+  return PointerGetDatum(construct_array(elems, n, type, len, byval, align));
+}
+
+}  // namespace
+
+Datum int4_array(const int32 *values, int n) {
+  return datum_array(values, n, [](int32 v) { return Int32GetDatum(v); }, INT4OID, 4, true, TYPALIGN_INT);
 }
 
 Datum int8_array(const int64 *values, int n) {
-  Datum *elems = static_cast<Datum *>(palloc(sizeof(Datum) * ZZ_MAX(n, 1)));
-  for (int i = 0; i < n; ++i) elems[i] = Int64GetDatum(values[i]);
-  return PointerGetDatum(construct_array(elems, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+  return datum_array(values, n, [](int64 v) { return Int64GetDatum(v); }, INT8OID, 8, FLOAT8PASSBYVAL,
+                     TYPALIGN_DOUBLE);
 }
 
 Datum timestamptz_array(const TimestampTz *values, int n) {
-  Datum *elems = static_cast<Datum *>(palloc(sizeof(Datum) * ZZ_MAX(n, 1)));
-  for (int i = 0; i < n; ++i) elems[i] = TimestampTzGetDatum(values[i]);
-  return PointerGetDatum(construct_array(elems, n, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+  return datum_array(values, n, [](TimestampTz v) { return TimestampTzGetDatum(v); }, TIMESTAMPTZOID, 8,
+                     FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
 }
 
 Datum xid_array(const TransactionId *values, int n) {
-  Datum *elems = static_cast<Datum *>(palloc(sizeof(Datum) * ZZ_MAX(n, 1)));
-  for (int i = 0; i < n; ++i) elems[i] = TransactionIdGetDatum(values[i]);
-  return PointerGetDatum(construct_array(elems, n, XIDOID, 4, true, TYPALIGN_INT));
+  return datum_array(values, n, [](TransactionId v) { return TransactionIdGetDatum(v); }, XIDOID, 4, true,
+                     TYPALIGN_INT);
 }
 
 int array_int4(Datum array, int32 **out) {
