@@ -305,9 +305,36 @@ void promote_scheduled() {
   run_plan(promote_plan, args, nullptr, false);
 }
 
+SPIPlanPtr unparked_plan = nullptr;
+
+// Requested jobs still ready and not parked (their rows were locked):
+// their budgets are marked starved for their queues.
+void starve_unparked(Datum requested) {
+  prepared(unparked_plan,
+           "SELECT queue, budget_ids FROM zizq._jobs WHERE id = ANY ($1) AND status = 'ready' AND NOT parked "
+           "AND budget_ids IS NOT NULL",
+           {INT8ARRAYOID});
+  Datum args[1] = {requested};
+  uint64 rows = run_plan(unparked_plan, args, nullptr, false);
+  for (uint64 i = 0; i < rows; ++i) {
+    char *queue = column_text(i, 1);
+    bool isnull = false;
+    int32 *budgets;
+    int nb = ZZ_MIN(array_int4(column(i, 2, &isnull), &budgets), core::kMaxBindings);
+    core::Binding bindings[core::kMaxBindings];
+    for (int k = 0; k < nb; ++k) bindings[k] = core::Binding{budgets[k], 0};
+    LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+    mark_starved(bindings, nb, queue_hash(queue, strlen(queue)));
+    for (int k = 0; k < nb; ++k)
+      if (BudgetEntry *b = find_budget(budgets[k])) mark_dirty(b);
+    LWLockRelease(shared->budget_lock);
+  }
+}
+
 // Budgeted jobs a dequeue could not take move into their budgets' lines. A
 // row some transaction holds is passed over: the dispatcher never waits for
-// a user's lock, and a later dequeue will ask again.
+// a user's lock. Its budgets are marked starved, so that the next tokens
+// wake its queue's workers to walk it (and ask for its parking) again.
 void park_requested() {
   int64 *ids = static_cast<int64 *>(palloc(sizeof(int64) * kParkRequestSlots));
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
@@ -327,6 +354,7 @@ void park_requested() {
     int nb = array_int4(column(i, 1, &isnull), &budgets);
     note_parked(budgets, ZZ_MIN(nb, core::kMaxBindings));
   }
+  if (rows < static_cast<uint64>(n)) starve_unparked(args[0]);
 }
 
 void purge() {
@@ -735,12 +763,15 @@ void evaluate(Dispatcher &d, int32 budget, Wakes &wakes) {
   LineJob *jobs = nullptr;
   int n = any_parked(s.parked) ? read_lines(budget, s.parked, &jobs) : 0;
   LinePlan plan = start_plan(budget, n);
-  // A job an open dequeue has claimed may be taken or handed back: its line
-  // waits until that dequeue ends (which evaluates the line again).
-  bool *claimed = static_cast<bool *>(palloc(sizeof(bool) * ZZ_MAX(n, 1)));
+  // A job an open dequeue has claimed but not paid for may be taken or
+  // handed back: its line waits until that dequeue ends (which evaluates
+  // the line again). One it has paid for is as good as taken: the jobs
+  // behind it are offered now, on what the tokens have left (should the
+  // take fail, its refund has the line evaluated again).
+  ClaimState *claims = static_cast<ClaimState *>(palloc(sizeof(ClaimState) * ZZ_MAX(n, 1)));
   int64 *ids = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(n, 1)));
   for (int i = 0; i < n; ++i) ids[i] = jobs[i].id;
-  claimed_jobs(ids, n, claimed);
+  claim_states(ids, n, claims);
   const char *line = nullptr;
   bool line_done = false;
   for (int i = 0; i < n; ++i) {
@@ -749,8 +780,8 @@ void evaluate(Dispatcher &d, int32 budget, Wakes &wakes) {
       line = j.queue;
       line_done = false;
     }
-    if (line_done) continue;
-    if (claimed[i]) {
+    if (line_done || claims[i] == ClaimState::Paid) continue;
+    if (claims[i] == ClaimState::Open) {
       line_done = true;
       continue;
     }

@@ -10,11 +10,15 @@ namespace zizq::pg {
 namespace {
 
 constexpr int kSlotsPerStripe = 4096;  // a power of two
+// Set in a slot once the claimer's budgets have paid for the job.
+constexpr int64 kPaidBit = int64(1) << 62;
 
 struct Stripe {
   int count;
-  int64 slots[kSlotsPerStripe];  // 0 = empty
+  int64 slots[kSlotsPerStripe];  // 0 = empty; else a job id, with kPaidBit once paid
 };
+
+int64 job_of(int64 slot) { return slot & ~kPaidBit; }
 
 Stripe *stripes = nullptr;
 
@@ -28,7 +32,7 @@ uint32 home_of(uint32 h) { return (h / kClaimStripes) & (kSlotsPerStripe - 1); }
 
 uint32 find_slot(const Stripe &st, uint32 h, int64 job_id) {
   uint32 i = home_of(h);
-  while (st.slots[i] != 0 && st.slots[i] != job_id) i = (i + 1) & (kSlotsPerStripe - 1);
+  while (st.slots[i] != 0 && job_of(st.slots[i]) != job_id) i = (i + 1) & (kSlotsPerStripe - 1);
   return i;
 }
 
@@ -40,7 +44,7 @@ void erase_at(Stripe &st, uint32 i) {
   for (;;) {
     j = (j + 1) & (kSlotsPerStripe - 1);
     if (st.slots[j] == 0) return;
-    uint32 home = home_of(mix(st.slots[j]));
+    uint32 home = home_of(mix(job_of(st.slots[j])));
     bool movable = (i <= j) ? (home <= i || home > j) : (home <= i && home > j);
     if (movable) {
       st.slots[i] = st.slots[j];
@@ -66,7 +70,7 @@ Claim claim_job(int64 job_id) {
   Claim result = Claim::Untracked;
   LWLockAcquire(lock_of(h), LW_EXCLUSIVE);
   uint32 i = find_slot(st, h, job_id);
-  if (st.slots[i] == job_id) {
+  if (st.slots[i] != 0) {
     result = Claim::Busy;
   } else if (st.count < kSlotsPerStripe / 2) {
     st.slots[i] = job_id;
@@ -83,19 +87,39 @@ void unclaim_jobs(const int64 *job_ids, int n) {
     Stripe &st = stripe_of(h);
     LWLockAcquire(lock_of(h), LW_EXCLUSIVE);
     uint32 i = find_slot(st, h, job_ids[k]);
-    if (st.slots[i] == job_ids[k]) erase_at(st, i);
+    if (st.slots[i] != 0) erase_at(st, i);
     LWLockRelease(lock_of(h));
   }
 }
 
+void mark_claim_paid(int64 job_id) {
+  uint32 h = mix(job_id);
+  Stripe &st = stripe_of(h);
+  LWLockAcquire(lock_of(h), LW_EXCLUSIVE);
+  uint32 i = find_slot(st, h, job_id);
+  if (st.slots[i] != 0) st.slots[i] |= kPaidBit;
+  LWLockRelease(lock_of(h));
+}
+
+namespace {
+
+ClaimState state_of(int64 job_id) {
+  uint32 h = mix(job_id);
+  const Stripe &st = stripe_of(h);
+  LWLockAcquire(lock_of(h), LW_SHARED);
+  int64 slot = st.slots[find_slot(st, h, job_id)];
+  LWLockRelease(lock_of(h));
+  return slot == 0 ? ClaimState::None : (slot & kPaidBit) ? ClaimState::Paid : ClaimState::Open;
+}
+
+}  // namespace
+
+void claim_states(const int64 *ids, int n, ClaimState *states) {
+  for (int k = 0; k < n; ++k) states[k] = state_of(ids[k]);
+}
+
 void claimed_jobs(const int64 *ids, int n, bool *claimed) {
-  for (int k = 0; k < n; ++k) {
-    uint32 h = mix(ids[k]);
-    const Stripe &st = stripe_of(h);
-    LWLockAcquire(lock_of(h), LW_SHARED);
-    claimed[k] = st.slots[find_slot(st, h, ids[k])] == ids[k];
-    LWLockRelease(lock_of(h));
-  }
+  for (int k = 0; k < n; ++k) claimed[k] = state_of(ids[k]) != ClaimState::None;
 }
 
 void begin_claim_batch() { batch_count = 0; }

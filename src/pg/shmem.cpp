@@ -116,7 +116,7 @@ void shmem_startup() {
   shared = reinterpret_cast<Shared *>(base);
   carve(base);
   if (!found)
-    for (int i = 0; i < MaxBackends; ++i) pg_atomic_init_u32(&waiters[i].woken, 0);
+    for (int i = 0; i < MaxBackends; ++i) pg_atomic_init_u64(&waiters[i].woken, 0);
   HASHCTL info;
   memset(&info, 0, sizeof info);
   info.keysize = sizeof(int32);
@@ -213,6 +213,16 @@ int32 pop_dirty() {
   return 0;
 }
 
+void mark_starved(const core::Binding *bindings, int n, uint32 queue_hash) {
+  for (int k = 0; k < n; ++k) {
+    BudgetEntry *b = find_budget(bindings[k].budget);
+    if (b == nullptr) continue;
+    if (b->starved && b->starved_queue != queue_hash) b->starved_any_queue = true;
+    b->starved = true;
+    b->starved_queue = queue_hash;
+  }
+}
+
 bool request_park(int64 job_id) {
   for (int i = 0; i < shared->park_count; ++i)
     if (park_requests[i] == job_id) return true;
@@ -299,7 +309,10 @@ uint32 queue_hash(const char *queue, int len) {
 
 namespace {
 
-bool take_wake(Waiter &w) { return pg_atomic_exchange_u32(&w.woken, 1) == 0; }
+bool take_wake(Waiter &w, uint32 hash) {
+  uint64 expected = 0;
+  return pg_atomic_compare_exchange_u64(&w.woken, &expected, kWokenBit | hash);
+}
 
 }  // namespace
 
@@ -313,12 +326,12 @@ int wake_waiters(uint32 hash, int count) {
       Waiter *best = nullptr;
       for (int i = 0; i < MaxBackends; ++i) {
         Waiter &w = waiters[i];
-        if (w.latch != nullptr && pg_atomic_read_u32(&w.woken) == 0 && waits_for(w, hash) &&
+        if (w.latch != nullptr && pg_atomic_read_u64(&w.woken) == 0 && waits_for(w, hash) &&
             (best == nullptr || w.since > best->since))
           best = &w;
       }
       if (best == nullptr) break;
-      if (take_wake(*best)) {
+      if (take_wake(*best, hash)) {
         SetLatch(best->latch);
         woken = 1;
         break;
@@ -327,7 +340,7 @@ int wake_waiters(uint32 hash, int count) {
   } else {
     for (int i = 0; i < MaxBackends && woken < count; ++i) {
       Waiter &w = waiters[i];
-      if (w.latch != nullptr && waits_for(w, hash) && take_wake(w)) {
+      if (w.latch != nullptr && waits_for(w, hash) && take_wake(w, hash)) {
         SetLatch(w.latch);
         ++woken;
       }
@@ -335,6 +348,10 @@ int wake_waiters(uint32 hash, int count) {
   }
   LWLockRelease(shared->waiter_lock);
   return woken;
+}
+
+void pass_on_wake(uint64 woken) {
+  if (woken != 0) (void)wake_waiters(static_cast<uint32>(woken), 1);
 }
 
 void wake_all_waiters() {

@@ -38,6 +38,7 @@ constexpr int kMaxWaiterQueues = 8;
 constexpr int kParkRequestSlots = 4096;
 constexpr int kReplaySlots = 16384;
 constexpr int kNotifySlots = 128;
+constexpr uint64 kWokenBit = uint64(1) << 32;
 
 // A change to shared budget state made while the dispatcher was loading.
 struct ReplayEntry {
@@ -60,9 +61,9 @@ struct BudgetEntry {
   // the same version is still the head of its line.
   uint32 park_version;
   bool dirty;  // on the dirty ring
-  // A dequeue could not take a job of this budget: when tokens come back the
-  // dispatcher must wake the workers of starved_queue (any queue if
-  // starved_any_queue).
+  // A dequeue refused a job of this budget that it could not hand over for
+  // parking: when tokens come back the dispatcher must wake the workers of
+  // starved_queue (any queue if starved_any_queue) to walk it again.
   bool starved;
   bool starved_any_queue;
   uint32 starved_queue;
@@ -92,8 +93,10 @@ struct Offer {
 struct Waiter {
   Latch *latch;  // nullptr: not waiting
   // Set by the waker that sets the latch, cleared when the waiter looks
-  // again: a wake goes to a waiter not already woken.
-  pg_atomic_uint32 woken;
+  // again: a wake goes to a waiter not already woken. 0: not woken; else
+  // kWokenBit | the hash of the queue it was woken for, so that a waiter
+  // leaving with a wake it may not have used can pass it on.
+  pg_atomic_uint64 woken;
   // When it last began to look (waiter_seq): the latest is woken first, as
   // its process is the likeliest to still be running and warm.
   uint64 since;
@@ -164,6 +167,11 @@ void mark_dirty(BudgetEntry *b);                           // exclusive
 void log_replay(ReplayEntry::Kind kind, int32 budget, int32 value, const core::Policy *policy);
 int32 pop_dirty();                                         // exclusive; 0 when empty
 bool request_park(int64 job_id);                           // exclusive; false when full
+// A refused budgeted job stays unparked (no park request could be made or
+// carried out): when tokens come back, the dispatcher wakes the workers of
+// its queue to walk it again (exclusive). A parked job needs none of this:
+// its line's offers wake one worker each.
+void mark_starved(const core::Binding *bindings, int n, uint32 queue_hash);
 int take_park_requests(int64 *out, int max);               // exclusive
 bool post_offer(const Offer &o);                           // exclusive; false when full
 void remove_offer(int slot);                               // exclusive
@@ -180,6 +188,10 @@ uint32 queue_hash(const char *queue, int len);
 // Wakes up to `count` backends waiting in dequeue(wait) for this queue;
 // returns how many it woke.
 int wake_waiters(uint32 hash, int count);
+// A waiter leaving dequeue(wait) with a wake that came while it was looking
+// (it took a job, or its wait was over): the wake may have been meant for a
+// job it did not see, so another waiter of that queue gets it.
+void pass_on_wake(uint64 woken);
 void wake_all_waiters();
 void wake_dispatcher();
 // Wakes the dispatcher if `when` is earlier than its planned wake.

@@ -17,6 +17,14 @@ SPIPlanPtr prepared(SPIPlanPtr &slot, const char *sql, std::initializer_list<Oid
   return slot;
 }
 
+void plan_now(SPIPlanPtr plan) {
+  ListCell *lc;
+  foreach (lc, SPI_plan_get_plan_sources(plan)) {
+    CachedPlan *cp = GetCachedPlan(static_cast<CachedPlanSource *>(lfirst(lc)), nullptr, nullptr, nullptr);
+    ReleaseCachedPlan(cp, nullptr);
+  }
+}
+
 uint64 run_plan(SPIPlanPtr plan, const Datum *values, const char *nulls, bool read_only, long limit) {
   int rc = SPI_execute_plan(plan, const_cast<Datum *>(values), nulls, read_only, limit);
   if (rc < 0) elog(ERROR, "zizq: SPI_execute_plan failed: %s", SPI_result_code_string(rc));

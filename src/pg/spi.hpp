@@ -12,6 +12,10 @@ namespace zizq::pg {
 // tables change) and returns it.
 SPIPlanPtr prepared(SPIPlanPtr &slot, const char *sql, std::initializer_list<Oid> types);
 
+// Builds a prepared statement's plan now rather than at its first run
+// (the first run of a statement in a backend costs a few milliseconds).
+void plan_now(SPIPlanPtr plan);
+
 // Runs a prepared plan; raises on an SPI failure. Returns SPI_processed.
 uint64 run_plan(SPIPlanPtr plan, const Datum *values, const char *nulls, bool read_only, long limit = 0);
 

@@ -330,10 +330,18 @@ void refund_debit_now(int32 budget, int32 cost) {
   for (int i = nops - 1; i >= 0; --i) {
     if (ops[i].kind != Kind::Debit || ops[i].budget != budget || ops[i].value != cost) continue;
     ops[i].kind = Kind::Consumed;
+    bool dirtied = false;
     LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
     BudgetEntry *b = find_budget(budget);
-    if (b != nullptr) core::refund(b->policy, b->tokens, cost, monotonic_us());
+    if (b != nullptr) {
+      core::refund(b->policy, b->tokens, cost, monotonic_us());
+      // Jobs refused while these tokens were held may be parked or starved
+      // by now: the refund is a release for them, not to be kept quiet.
+      dirtied = any_parked(b) || b->starved;
+      if (dirtied) mark_dirty(b);
+    }
     LWLockRelease(shared->budget_lock);
+    if (dirtied) wake_dispatcher();
     return;
   }
 }
