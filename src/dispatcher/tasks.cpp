@@ -597,24 +597,27 @@ struct LinePlan {
   int n;
   LineJob *jobs;
   bool *standby;
-  // Per budget met: cost of this line's standing offers (replaced) and of
-  // the offers planned so far.
+  // Per budget met: cost of the offers planned so far.
+  static constexpr int kBudgets = 256;
   int nbudgets;
-  int32 ids[64];
-  int64 replaced[64];
-  int64 planned[64];
+  int32 ids[kBudgets];
+  int64 planned[kBudgets];
+  bool full() const { return nbudgets == kBudgets; }
 
-  int slot_of(int32 id) {
+  int64 planned_for(int32 id) const {
     for (int i = 0; i < nbudgets; ++i)
-      if (ids[i] == id) return i;
-    if (nbudgets == 64) return -1;
-    ids[nbudgets] = id;
-    replaced[nbudgets] = planned[nbudgets] = 0;
-    return nbudgets++;
+      if (ids[i] == id) return planned[i];
+    return 0;
   }
-  int64 offered_beyond_plan(int32 id, int64 standing) {
-    int i = slot_of(id);
-    return i < 0 ? standing : standing - replaced[i] + planned[i];
+  void add_planned(int32 id, int64 cost) {
+    for (int i = 0; i < nbudgets; ++i)
+      if (ids[i] == id) {
+        planned[i] += cost;
+        return;
+      }
+    if (full()) return;  // affordable() then offers no more (see there)
+    ids[nbudgets] = id;
+    planned[nbudgets++] = cost;
   }
 };
 
@@ -625,16 +628,6 @@ LinePlan start_plan(int32 budget, int capacity) {
   p.jobs = static_cast<LineJob *>(palloc(sizeof(LineJob) * ZZ_MAX(capacity, 1)));
   p.standby = static_cast<bool *>(palloc(sizeof(bool) * ZZ_MAX(capacity, 1)));
   p.nbudgets = 0;
-  LWLockAcquire(shared->budget_lock, LW_SHARED);
-  for (int i = 0; i < shared->offer_high; ++i) {
-    const Offer &o = offers[i];
-    if (o.job_id == 0 || o.line_budget != budget || o.standby) continue;
-    for (int k = 0; k < o.nbindings; ++k) {
-      int slot = p.slot_of(o.bindings[k].budget);
-      if (slot >= 0) p.replaced[slot] += o.bindings[k].cost;
-    }
-  }
-  LWLockRelease(shared->budget_lock);
   return p;
 }
 
@@ -642,26 +635,43 @@ void plan_offer(LinePlan &p, const LineJob &j, bool standby) {
   p.jobs[p.n] = j;
   p.standby[p.n++] = standby;
   if (standby) return;
-  for (int k = 0; k < j.nbindings; ++k) {
-    int slot = p.slot_of(j.bindings[k].budget);
-    if (slot >= 0) p.planned[slot] += j.bindings[k].cost;
+  for (int k = 0; k < j.nbindings; ++k) p.add_planned(j.bindings[k].budget, j.bindings[k].cost);
+}
+
+// Cost on `budget` of the offers standing on the board for `line` (the ones
+// this evaluation replaces). Read in the same hold of budget_lock as the
+// budget's offered_cost: an offer taken meanwhile leaves both at once.
+int64 standing_line_cost(int32 line, int32 budget) {
+  int64 cost = 0;
+  for (int i = 0; i < shared->offer_high; ++i) {
+    const Offer &o = offers[i];
+    if (o.job_id == 0 || o.line_budget != line || o.standby) continue;
+    for (int k = 0; k < o.nbindings; ++k)
+      if (o.bindings[k].budget == budget) cost += o.bindings[k].cost;
   }
+  return cost;
 }
 
 // Can every budget of `j` pay its cost on top of what is offered (the plan
 // included)? If not, when (nullopt: only a release can help).
 bool affordable(const LineJob &j, LinePlan &plan, int64 now, std::optional<int64> *when) {
+  if (plan.full()) {  // too many budgets to count what is planned: the rest of the line later
+    *when = now + 10000;
+    return false;
+  }
   bool ok = true;
   int64 latest = now;
   bool timed = true;
   LWLockAcquire(shared->budget_lock, LW_SHARED);
   for (int b = 0; b < j.nbindings; ++b) {
-    Snapshot s = snapshot_of(j.bindings[b].budget);
+    int32 id = j.bindings[b].budget;
+    Snapshot s = snapshot_of(id);
     if (!s.found) {
       ok = timed = false;
       continue;
     }
-    int64 need = j.bindings[b].cost + ZZ_MAX(0, plan.offered_beyond_plan(j.bindings[b].budget, s.offered));
+    int64 others = s.offered - standing_line_cost(plan.budget, id);
+    int64 need = j.bindings[b].cost + ZZ_MAX(0, others + plan.planned_for(id));
     if (core::can_pay(s.policy, s.tokens, need, now)) continue;
     ok = false;
     // Beyond the capacity, only the standing offers being taken (or
@@ -763,11 +773,11 @@ void evaluate(Dispatcher &d, int32 budget, Wakes &wakes) {
   LineJob *jobs = nullptr;
   int n = any_parked(s.parked) ? read_lines(budget, s.parked, &jobs) : 0;
   LinePlan plan = start_plan(budget, n);
-  // A job an open dequeue has claimed but not paid for may be taken or
-  // handed back: its line waits until that dequeue ends (which evaluates
-  // the line again). One it has paid for is as good as taken: the jobs
-  // behind it are offered now, on what the tokens have left (should the
-  // take fail, its refund has the line evaluated again).
+  // A job an open dequeue has claimed may be taken or handed back: its line
+  // waits until that dequeue ends (which evaluates the line again). One it
+  // has paid for and taken is as good as taken: the jobs behind it are
+  // offered now, on what the tokens have left (a rollback refunds and has
+  // the line evaluated again).
   ClaimState *claims = static_cast<ClaimState *>(palloc(sizeof(ClaimState) * ZZ_MAX(n, 1)));
   int64 *ids = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(n, 1)));
   for (int i = 0; i < n; ++i) ids[i] = jobs[i].id;
@@ -966,13 +976,18 @@ TimestampTz run_cycle(Dispatcher &d) {
   if (written == Phase::Absent) return 0;
   if (written == Phase::Busy) return busy_retry;
   if (!d.started) {
-    // A fresh dispatcher has no timers: look at every budget with parked jobs.
+    // A fresh dispatcher has no timers: look at every budget with parked
+    // jobs. Park requests its predecessor took but did not commit are lost:
+    // every budget counts as starved once, so that workers walk the jobs
+    // left unparked as soon as tokens allow.
     LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
     HASH_SEQ_STATUS scan;
     hash_seq_init(&scan, budget_hash);
     for (auto *b = static_cast<BudgetEntry *>(hash_seq_search(&scan)); b != nullptr;
-         b = static_cast<BudgetEntry *>(hash_seq_search(&scan)))
+         b = static_cast<BudgetEntry *>(hash_seq_search(&scan))) {
+      b->starved = b->starved_any_queue = true;
       mark_dirty(b);
+    }
     LWLockRelease(shared->budget_lock);
     d.started = true;
   }

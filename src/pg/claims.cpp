@@ -10,8 +10,9 @@ namespace zizq::pg {
 namespace {
 
 constexpr int kSlotsPerStripe = 4096;  // a power of two
-// Set in a slot once the claimer's budgets have paid for the job.
-constexpr int64 kPaidBit = int64(1) << 62;
+// Set in a slot once the claimer has paid for and taken the job: the sign
+// bit, as job ids (an identity from 1) are positive.
+constexpr int64 kPaidBit = PG_INT64_MIN;
 
 struct Stripe {
   int count;

@@ -28,8 +28,8 @@ Claim claim_job(int64 job_id);
 void unclaim_jobs(const int64 *job_ids, int n);
 // claimed[i]: whether ids[i] is claimed by anyone.
 void claimed_jobs(const int64 *ids, int n, bool *claimed);
-// A claimed job whose budgets the claimer has debited: it is as good as
-// taken (should its take fail, the refund has its lines evaluated again).
+// A claimed job its claimer has paid for and taken (its UPDATE holds the
+// row): as good as taken, unless that transaction rolls back.
 void mark_claim_paid(int64 job_id);
 enum class ClaimState : uint8 { None, Open, Paid };
 void claim_states(const int64 *ids, int n, ClaimState *states);

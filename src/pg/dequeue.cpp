@@ -660,10 +660,7 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
         [&](const core::Candidate &) { return debit_all(c, walk, &c.debited_at); });
     if (v == core::Verdict::Take) {
       taken[ntaken++] = c;
-      if (claim == Claim::Claimed) {
-        record_claim(c.id);
-        mark_claim_paid(c.id);
-      }
+      if (claim == Claim::Claimed) record_claim(c.id);
     } else {
       refused[nrefused++] = c;
       if (claim == Claim::Claimed) unclaim_jobs(&c.id, 1);
@@ -677,6 +674,10 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
   int debited = ntaken;
   ntaken = settle_taken(taken, ntaken, got + nfree);
   *lost_race = ntaken < debited;
+  // Paid and locked by this transaction's UPDATE: as good as taken, so the
+  // dispatcher may offer the jobs behind them (not before the take: a row
+  // changed since the walk read it is refunded, and must keep its place).
+  for (int i = 0; i < ntaken; ++i) mark_claim_paid(taken[i].id);
   withdraw_offers(taken, ntaken);
   revisit_lines_behind(taken, ntaken);
   hand_back(refused, nrefused);
