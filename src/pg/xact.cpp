@@ -90,6 +90,16 @@ bool any_parked(const BudgetEntry *b) {
   return false;
 }
 
+// Gives a debit back (budget_lock held exclusively). Jobs refused while
+// these tokens were held may be parked or starved by now: for them a refund
+// is a release, and the dispatcher must look. Returns whether it must.
+bool refund_locked(BudgetEntry *b, int32 cost, int64 now) {
+  core::refund(b->policy, b->tokens, cost, now);
+  bool dirtied = any_parked(b) || b->starved;
+  if (dirtied) mark_dirty(b);
+  return dirtied;
+}
+
 // Undoes ops [from, nops) that were applied at once; drops the rest.
 void undo_from(int from) {
   bool any_budget_op = false;
@@ -111,8 +121,7 @@ void undo_from(int from) {
       BudgetEntry *b = find_budget(op.budget);
       if (b == nullptr) continue;
       if (op.kind == Kind::Debit) {
-        core::refund(b->policy, b->tokens, op.value, now);
-        if (any_parked(b) || b->starved) mark_dirty(b);
+        refund_locked(b, op.value, now);
       } else if (op.kind == Kind::ParkedRaise) {
         b->parked[op.value] = ZZ_MAX(0, b->parked[op.value] - 1);
       }
@@ -330,16 +339,9 @@ void refund_debit_now(int32 budget, int32 cost) {
   for (int i = nops - 1; i >= 0; --i) {
     if (ops[i].kind != Kind::Debit || ops[i].budget != budget || ops[i].value != cost) continue;
     ops[i].kind = Kind::Consumed;
-    bool dirtied = false;
     LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
     BudgetEntry *b = find_budget(budget);
-    if (b != nullptr) {
-      core::refund(b->policy, b->tokens, cost, monotonic_us());
-      // Jobs refused while these tokens were held may be parked or starved
-      // by now: the refund is a release for them, not to be kept quiet.
-      dirtied = any_parked(b) || b->starved;
-      if (dirtied) mark_dirty(b);
-    }
+    bool dirtied = b != nullptr && refund_locked(b, cost, monotonic_us());
     LWLockRelease(shared->budget_lock);
     if (dirtied) wake_dispatcher();
     return;
