@@ -867,15 +867,48 @@ int32 *dirty_budgets(int *n) {
 
 SPIPlanPtr ready_queues_plan = nullptr;
 
+// The NOTIFYs of noted queues go out at most once a millisecond. Each batch
+// is a transaction with a commit record; without a spacing, producers
+// enqueueing thousands of jobs a second would have the dispatcher commit
+// (and wake the WAL writer) about once per enqueue, and each enqueue would
+// signal the dispatcher. Queues noted meanwhile stay pending, so their
+// enqueues signal nobody, and go out together at the end of the spacing.
+// Workers blocked in dequeue(wait) do not wait for this: their latches are
+// set at the enqueue's commit. Only LISTEN clients can see up to this much
+// more delay, and only while notifications are that frequent.
+constexpr int64 kNotifySpacingUs = 1000;
+
+bool notifications_pending() {
+  LWLockAcquire(shared->waiter_lock, LW_SHARED);
+  bool pending = shared->notify_count > 0 || shared->notify_overflow;
+  LWLockRelease(shared->waiter_lock);
+  return pending;
+}
+
+// When the pending notifications may go out: now, or the end of the
+// spacing (monotonic µs); 0 when none are pending.
+int64 notifications_due_at(const Dispatcher &d) {
+  if (!notifications_pending()) return 0;
+  return d.notified_us == 0 ? monotonic_us() : d.notified_us + kNotifySpacingUs;
+}
+
+bool notifications_due(const Dispatcher &d) {
+  int64 due = notifications_due_at(d);
+  return due != 0 && due <= monotonic_us();
+}
+
 // NOTIFY zizq for the queues that got dispatchable jobs (noted at commit by
-// enqueues, releases, promotions, offers). With more queues than slots,
-// every queue with ready jobs.
-void send_notifications(const Wakes &wakes) {
+// enqueues, releases, promotions; once the spacing allows) and for the
+// queues this evaluation offered jobs in. With more queues than slots, every
+// queue with ready jobs.
+void send_notifications(Dispatcher &d, const Wakes &wakes) {
+  for (int i = 0; i < wakes.n; ++i) Async_Notify("zizq", wakes.queues[i]);
+  if (!notifications_due(d)) return;
+  d.notified_us = monotonic_us();
   QueueName pending[kNotifySlots];
   bool overflow = false;
   int n = take_notifies(pending, kNotifySlots, &overflow);
   for (int i = 0; i < n; ++i) Async_Notify("zizq", pending[i].name);
-  for (int i = 0; i < wakes.n; ++i) Async_Notify("zizq", wakes.queues[i]);
   if (!overflow) return;
   prepared(ready_queues_plan,
            "WITH RECURSIVE q AS ((SELECT queue FROM zizq._jobs WHERE status = 'ready' AND NOT parked "
@@ -887,15 +920,8 @@ void send_notifications(const Wakes &wakes) {
   for (uint64 i = 0; i < rows; ++i) Async_Notify("zizq", column_text(i, 1));
 }
 
-bool notifications_pending() {
-  LWLockAcquire(shared->waiter_lock, LW_SHARED);
-  bool pending = shared->notify_count > 0 || shared->notify_overflow;
-  LWLockRelease(shared->waiter_lock);
-  return pending;
-}
-
 bool evaluate_phase(Dispatcher &d) {
-  if (!dirty_pending() && !timers_due(d) && !notifications_pending()) return true;
+  if (!dirty_pending() && !timers_due(d) && !notifications_due(d)) return true;
   begin("zizq dispatcher: evaluating budgets");
   if (!try_lock_tables(AccessShareLock)) {
     end();
@@ -912,7 +938,7 @@ bool evaluate_phase(Dispatcher &d) {
     for (int j = 0; j < ndirty && !seen; ++j) seen = dirty[j] == timed[i];
     if (!seen) evaluate(d, timed[i], wakes);
   }
-  send_notifications(wakes);
+  send_notifications(d, wakes);
   end();
   return true;
 }
@@ -993,6 +1019,8 @@ TimestampTz run_cycle(Dispatcher &d) {
   }
   if (!evaluate_phase(d)) return busy_retry;
   TimestampTz next = earliest(earliest(d.next_scheduled, d.next_lease), earliest(d.next_purge, next_timer(d)));
+  int64 notify_at = notifications_due_at(d);
+  if (notify_at != 0) next = earliest(next, wall_time_of(notify_at));
   // More due work than one batch: come straight back.
   return next;
 }

@@ -9,6 +9,7 @@ struct Dispatcher {
   bool started;          // the first cycle after the process started
   HTAB *timers;          // budget id -> monotonic µs its lines are next due
   TimestampTz next_scheduled, next_lease, next_purge;  // 0: none
+  int64 notified_us;     // monotonic µs of the last NOTIFYs of noted queues; 0: none yet
 };
 
 void start(Dispatcher &d);

@@ -99,6 +99,32 @@ hear_until('held');
 is($producer->query_safe(q{SELECT count(*) FROM zizq.dequeue(ARRAY['held'], 1)}),
 	'1', 'the notified job can be taken');
 
+# A burst of commits: 300 enqueues into one queue, each its own transaction.
+# The dispatcher spaces the NOTIFYs of noted queues a millisecond apart, so
+# the queue is notified at most about once per millisecond of the burst (one
+# notification per commit without the spacing), and still after the last
+# commit. The burst's duration is measured inside the server, from its first
+# commit to its last.
+$node->safe_psql('postgres', q{
+	CREATE PROCEDURE burst(n int, INOUT ms float8 DEFAULT NULL) LANGUAGE plpgsql AS $$
+	DECLARE started timestamptz;
+	BEGIN
+		FOR i IN 1 .. n LOOP
+			PERFORM zizq.enqueue('burst', 't');
+			COMMIT;
+			IF i = 1 THEN started := clock_timestamp(); END IF;
+		END LOOP;
+		ms := 1000 * extract(epoch FROM clock_timestamp() - started);
+	END $$;
+});
+my $burst_ms = $node->safe_psql('postgres', 'SET synchronous_commit = off; CALL burst(300)');
+enqueue_marker('marker5');
+$log = hear_until('marker5');
+my $bursts = () = $log =~ /payload "burst"/g;
+ok($bursts >= 1, 'a burst of enqueues is notified');
+cmp_ok($bursts, '<=', int($burst_ms) + 2,
+	"at most one notification per millisecond of the burst ($bursts for 300 commits in $burst_ms ms)");
+
 $listener->quit;
 $producer->quit;
 $node->stop;
