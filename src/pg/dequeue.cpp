@@ -133,8 +133,15 @@ SPIPlanPtr offered_plan = nullptr;
 // One statement when nothing budgeted is in sight. The ids are chosen in a
 // sub-select (FOR UPDATE SKIP LOCKED) whose array the UPDATE finds by primary
 // key: a shape whose generic plan cannot turn into a join over the table.
-// Per-queue statements order by (queue, priority, id) so that only the
-// per-queue index gives their order.
+//
+// Per-queue statements order by (queue, priority, id) and bound the queue
+// as a range, `queue >= $n AND queue <= $n`, so that only the per-queue
+// index gives their order. With `queue = $n` the planner drops `queue` from
+// the ORDER BY (it is a constant), and the across-queue index (priority, id)
+// orders them as well: the generic plan then filtered the queue out of every
+// ready job of every queue (a dequeue of an empty queue beside 50,000 ready
+// jobs of another read all 50,000: 9 ms instead of 0.2).
+#define ZIZQ_ONE_QUEUE(n) "queue >= $" #n " AND queue <= $" #n " "
 SPIPlanPtr fast_plan(bool all) {
   if (all)
     return prepared(fast_all,
@@ -145,7 +152,7 @@ SPIPlanPtr fast_plan(bool all) {
                     {INT4OID, INT8OID, INT8OID});
   return prepared(fast_one,
                   "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = clock_timestamp() WHERE id = ANY (ARRAY(SELECT id FROM zizq._jobs "
-                  "WHERE status = 'ready' AND budget_ids IS NULL AND queue = $4 AND zizq._claim(id) "
+                  "WHERE status = 'ready' AND budget_ids IS NULL AND " ZIZQ_ONE_QUEUE(4) "AND zizq._claim(id) "
                   "ORDER BY queue, priority, id LIMIT $1 "
                   "FOR UPDATE SKIP LOCKED)) RETURNING " ZIZQ_JOB_COLUMNS,
                   {INT4OID, INT8OID, INT8OID, TEXTOID});
@@ -159,7 +166,7 @@ SPIPlanPtr free_plan(bool all) {
                     {});
   return prepared(free_one,
                   "SELECT id, priority, queue FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL "
-                  "AND queue = $1 AND zizq._claim(id) ORDER BY queue, priority, id FOR UPDATE SKIP LOCKED",
+                  "AND " ZIZQ_ONE_QUEUE(1) "AND zizq._claim(id) ORDER BY queue, priority, id FOR UPDATE SKIP LOCKED",
                   {TEXTOID});
 }
 

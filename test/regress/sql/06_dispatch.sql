@@ -137,3 +137,25 @@ SELECT zizq.complete((:'running'::bigint[])[3]);
 SELECT tokens, in_flight_cost, debt FROM zizq.budget_state WHERE key = 'shrink';
 SELECT pg_temp.wait_for(format('zizq._offered(%s)', (:'running'::bigint[])[3] + 1)) AS offered;
 SELECT count(*) AS runs_now FROM zizq.dequeue(ARRAY['s']);
+
+-- A dequeue of one queue reads that queue's jobs only: beside 20,000 ready
+-- jobs of another queue, a dequeue of an empty queue touches a handful of
+-- buffers (its own range of the per-queue index), not the other queue's
+-- jobs. The count is the buffers of the dequeue's whole execution, its
+-- statements included; the first call also plans them. The reset leaves
+-- one queue in the statistics: the case where the across-queue index looks
+-- as good as the per-queue one to the planner.
+SELECT zizq.reset();
+SELECT count(*) FROM zizq.enqueue_many((SELECT jsonb_agg(jsonb_build_object('queue', 'crowded', 'type', 't'))
+  FROM generate_series(1, 20000)));
+ANALYZE zizq._jobs;
+CREATE FUNCTION pg_temp.dequeue_buffers(queue text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE plan json;
+BEGIN
+  EXECUTE format('EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM zizq.dequeue(ARRAY[%L], 1)', queue) INTO plan;
+  RETURN (plan->0->'Plan'->>'Shared Hit Blocks')::bigint + (plan->0->'Plan'->>'Shared Read Blocks')::bigint;
+END $$;
+SELECT pg_temp.dequeue_buffers('idle') > 0 AS planned;
+SELECT pg_temp.dequeue_buffers('idle') < 50 AS reads_only_its_queue;
+SELECT count(*) AS crowded_still_served FROM zizq.dequeue(ARRAY['crowded'], 3);
+SELECT zizq.delete_jobs(array_agg(id)) AS cleaned_up FROM zizq._jobs WHERE queue = 'crowded';
