@@ -7,20 +7,27 @@
 namespace zizq::pg {
 namespace {
 
-SPIPlanPtr ahead_plans[core::kMaxBindings] = {nullptr, nullptr, nullptr, nullptr};
+SPIPlanPtr head_plans[core::kMaxBindings] = {nullptr, nullptr, nullptr, nullptr};
 
-SPIPlanPtr ahead_plan(int k) {
+// The first parked job of a budget's line in a queue: (priority, id) of the
+// line's k-th index. Whether a job has parked jobs ahead is then one
+// comparison. A row comparison `(priority, id) < ($3, $4)` in the statement
+// asked the same, but btree stops a scan on a row comparison only when its
+// first column decides: for a job at the head of its line, every entry of
+// the same priority failed on `id` and the scan went on to the end of the
+// line (182 buffers for a line of 30,000 parked jobs, instead of 3).
+SPIPlanPtr head_plan(int k) {
   static const char *sql[core::kMaxBindings] = {
-      "SELECT 1 FROM zizq._jobs WHERE budget_ids[1] = $1 AND queue = $2 AND status = 'ready' AND parked "
-      "AND (priority, id) < ($3, $4) LIMIT 1",
-      "SELECT 1 FROM zizq._jobs WHERE budget_ids[2] = $1 AND queue = $2 AND status = 'ready' AND parked "
-      "AND cardinality(budget_ids) >= 2 AND (priority, id) < ($3, $4) LIMIT 1",
-      "SELECT 1 FROM zizq._jobs WHERE budget_ids[3] = $1 AND queue = $2 AND status = 'ready' AND parked "
-      "AND cardinality(budget_ids) >= 3 AND (priority, id) < ($3, $4) LIMIT 1",
-      "SELECT 1 FROM zizq._jobs WHERE budget_ids[4] = $1 AND queue = $2 AND status = 'ready' AND parked "
-      "AND cardinality(budget_ids) >= 4 AND (priority, id) < ($3, $4) LIMIT 1",
+      "SELECT priority, id FROM zizq._jobs WHERE budget_ids[1] = $1 AND queue = $2 AND status = 'ready' AND parked "
+      "ORDER BY priority, id LIMIT 1",
+      "SELECT priority, id FROM zizq._jobs WHERE budget_ids[2] = $1 AND queue = $2 AND status = 'ready' AND parked "
+      "AND cardinality(budget_ids) >= 2 ORDER BY priority, id LIMIT 1",
+      "SELECT priority, id FROM zizq._jobs WHERE budget_ids[3] = $1 AND queue = $2 AND status = 'ready' AND parked "
+      "AND cardinality(budget_ids) >= 3 ORDER BY priority, id LIMIT 1",
+      "SELECT priority, id FROM zizq._jobs WHERE budget_ids[4] = $1 AND queue = $2 AND status = 'ready' AND parked "
+      "AND cardinality(budget_ids) >= 4 ORDER BY priority, id LIMIT 1",
   };
-  return prepared(ahead_plans[k], sql[k], {INT4OID, TEXTOID, INT4OID, INT8OID});
+  return prepared(head_plans[k], sql[k], {INT4OID, TEXTOID});
 }
 
 }  // namespace
@@ -42,8 +49,11 @@ bool parked_ahead(int32 budget, const int32 counts[core::kMaxBindings], const ch
                   int64 id) {
   for (int k = 0; k < core::kMaxBindings; ++k) {
     if (counts[k] <= 0) continue;
-    Datum args[4] = {Int32GetDatum(budget), CStringGetTextDatum(queue), Int32GetDatum(priority), Int64GetDatum(id)};
-    if (run_plan(ahead_plan(k), args, nullptr, false, 1) > 0) return true;
+    Datum args[2] = {Int32GetDatum(budget), CStringGetTextDatum(queue)};
+    if (run_plan(head_plan(k), args, nullptr, false, 1) == 0) continue;
+    int32 head_priority = column_int32(0, 1);
+    int64 head_id = column_int64(0, 2);
+    if (head_priority < priority || (head_priority == priority && head_id < id)) return true;
   }
   return false;
 }

@@ -159,3 +159,22 @@ SELECT pg_temp.dequeue_buffers('idle') > 0 AS planned;
 SELECT pg_temp.dequeue_buffers('idle') < 50 AS reads_only_its_queue;
 SELECT count(*) AS crowded_still_served FROM zizq.dequeue(ARRAY['crowded'], 3);
 SELECT zizq.delete_jobs(array_agg(id)) AS cleaned_up FROM zizq._jobs WHERE queue = 'crowded';
+
+-- Whether a budgeted job has parked jobs ahead in its budget's line is one
+-- look at the line's head, however long the line: a dequeue of the one
+-- unparked job ahead of 19,999 parked ones reads a few dozen buffers (more
+-- than a hundred when the check walked the line).
+SELECT zizq.reset();
+SELECT key FROM zizq.define_budget('line', 1, 'while_in_flight');
+SELECT count(*) FROM zizq.enqueue_many((SELECT jsonb_agg(jsonb_build_object('queue', 'lined', 'type', 't',
+  'budgets', jsonb_build_array(jsonb_build_object('key', 'line')))) FROM generate_series(1, 20000)));
+SELECT count(*) AS parked FROM zizq._jobs WHERE parked;
+ANALYZE zizq._jobs;
+BEGIN;
+SELECT pg_temp.dequeue_buffers('lined') > 0 AS planned;
+ROLLBACK;
+BEGIN;
+SELECT pg_temp.dequeue_buffers('lined') < 60 AS looks_at_the_head_only;
+SELECT count(*) AS in_flight FROM zizq._jobs WHERE status = 'in_flight';
+ROLLBACK;
+SELECT zizq.reset();
