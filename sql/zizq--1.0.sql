@@ -324,7 +324,8 @@ CREATE FUNCTION zizq._due_at(budget_id integer, cost integer) RETURNS timestampt
 
 CREATE FUNCTION zizq.dispatcher_state(
     OUT running boolean, OUT budgets_loaded boolean, OUT budgets bigint, OUT offers integer,
-    OUT park_requests integer, OUT dirty_budgets integer, OUT waiting_workers integer, OUT next_wake timestamptz)
+    OUT park_requests integer, OUT dirty_budgets integer, OUT waiting_workers integer, OUT next_wake timestamptz,
+    OUT pending_notifications integer)
   LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_dispatcher_state';
 
 CREATE VIEW zizq.budget_state AS

@@ -871,8 +871,10 @@ SPIPlanPtr ready_queues_plan = nullptr;
 // is a transaction with a commit record; without a spacing, producers
 // enqueueing thousands of jobs a second would have the dispatcher commit
 // (and wake the WAL writer) about once per enqueue, and each enqueue would
-// signal the dispatcher. Queues noted meanwhile stay pending, so their
-// enqueues signal nobody, and go out together at the end of the spacing.
+// signal the dispatcher. Queues noted meanwhile stay pending and go out
+// together at the end of the spacing: the first note after a send signals
+// the dispatcher (which then sleeps until the spacing ends), the others
+// signal nobody.
 // Workers blocked in dequeue(wait) do not wait for this: their latches are
 // set at the enqueue's commit. Only LISTEN clients can see up to this much
 // more delay, and only while notifications are that frequent.

@@ -131,7 +131,7 @@ TimestampTz parse_timestamp(const char *text, const char *what) {
 void read_field(JobInput &job, core::JobField field, JsonbValue *v, const char *label) {
   // "jobs[3].priority", for the messages of the fields that check values
   // (formatted only for those: the common queue, type and payload need none).
-  char what[64];
+  char what[64] = "";
   bool checked = field != core::JobField::Queue && field != core::JobField::Type && field != core::JobField::Payload;
   if (checked) snprintf(what, sizeof what, "%s.%s", label, core::job_field_name(field));
   core::json::Type type = json_type_of(v);

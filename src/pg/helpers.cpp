@@ -188,6 +188,8 @@ Datum zizq_dispatcher_state(PG_FUNCTION_ARGS) {
   TimestampTz next_wake = shared->dispatcher_next_wake;
   int waiting = 0;
   for (int i = 0; i < MaxBackends; ++i) waiting += waiters[i].latch != nullptr;
+  // Queues noted for a NOTIFY not sent yet (-1: more than the slots hold).
+  int pending_notifications = shared->notify_overflow ? -1 : shared->notify_count;
   LWLockRelease(shared->waiter_lock);
   LWLockAcquire(shared->budget_lock, LW_SHARED);
   bool loaded = shared->budgets_loaded;
@@ -197,10 +199,10 @@ Datum zizq_dispatcher_state(PG_FUNCTION_ARGS) {
   TupleDesc desc;
   if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE) elog(ERROR, "record type expected");
   desc = BlessTupleDesc(desc);
-  Datum values[8] = {BoolGetDatum(running), BoolGetDatum(loaded), Int64GetDatum(budgets), Int32GetDatum(offer_count),
+  Datum values[9] = {BoolGetDatum(running), BoolGetDatum(loaded), Int64GetDatum(budgets), Int32GetDatum(offer_count),
                      Int32GetDatum(park_requests), Int32GetDatum(dirty), Int32GetDatum(waiting),
-                     TimestampTzGetDatum(next_wake)};
-  bool nulls[8] = {false, false, false, false, false, false, false, !running || next_wake == 0};
+                     TimestampTzGetDatum(next_wake), Int32GetDatum(pending_notifications)};
+  bool nulls[9] = {false, false, false, false, false, false, false, !running || next_wake == 0, false};
   PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }
 

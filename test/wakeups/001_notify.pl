@@ -118,12 +118,24 @@ $node->safe_psql('postgres', q{
 	END $$;
 });
 my $burst_ms = $node->safe_psql('postgres', 'SET synchronous_commit = off; CALL burst(300)');
+# Nothing else commits now: the notes the spacing held back go out by
+# themselves once it ends (a marker's enqueue would wake the dispatcher
+# and send them along with it). Within 5 s: the dispatcher's longest sleep
+# (30 s) would send them too, late.
+my $sent_in = ZizqNode::seconds_until($node,
+	'SELECT pending_notifications = 0 FROM zizq.dispatcher_state()', 't', 5);
+ok(defined $sent_in, 'notes held back by the spacing go out with no further commit');
 enqueue_marker('marker5');
 $log = hear_until('marker5');
 my $bursts = () = $log =~ /payload "burst"/g;
 ok($bursts >= 1, 'a burst of enqueues is notified');
-cmp_ok($bursts, '<=', int($burst_ms) + 2,
-	"at most one notification per millisecond of the burst ($bursts for 300 commits in $burst_ms ms)");
+SKIP:
+{
+	# At 1 ms or more per commit the bound is no lower than the commits.
+	skip "the burst took $burst_ms ms: too slow to show the spacing", 1 if $burst_ms > 150;
+	cmp_ok($bursts, '<=', int($burst_ms) + 2,
+		"at most one notification per millisecond of the burst ($bursts for 300 commits in $burst_ms ms)");
+}
 
 $listener->quit;
 $producer->quit;
