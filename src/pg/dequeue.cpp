@@ -148,10 +148,10 @@ SPIPlanPtr offered_plan = nullptr;
 // form bounds the queue as a range, `queue >= $4 AND queue <= $4`, which
 // keeps `queue` in the order, so that only the per-queue index serves it.
 #define ZIZQ_ONE_QUEUE(n) "queue >= $" #n " AND queue <= $" #n " "
-#define ZIZQ_FAST_TAKE(queue_qual)                                                                         \
+#define ZIZQ_FAST_TAKE(queue_qual, order)                                                                  \
   "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = clock_timestamp() WHERE id = ANY (ARRAY(SELECT id " \
-  "FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL AND " queue_qual "AND zizq._claim(id) "     \
-  "ORDER BY queue, priority, id LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING " ZIZQ_JOB_COLUMNS
+  "FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL " queue_qual "AND zizq._claim(id) "         \
+  "ORDER BY " order " LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING " ZIZQ_JOB_COLUMNS
 
 enum class FastForm { AllQueues, OneQueue, OneQueueIndex };
 
@@ -159,15 +159,12 @@ SPIPlanPtr fast_one_index = nullptr;
 
 SPIPlanPtr fast_plan(FastForm form) {
   if (form == FastForm::AllQueues)
-    return prepared(fast_all,
-                    "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = clock_timestamp() WHERE id = ANY (ARRAY(SELECT id FROM zizq._jobs "
-                    "WHERE status = 'ready' AND budget_ids IS NULL AND zizq._claim(id) ORDER BY priority, id LIMIT $1 "
-                    "FOR UPDATE SKIP LOCKED)) "
-                    "RETURNING " ZIZQ_JOB_COLUMNS,
-                    {INT4OID, INT8OID, INT8OID});
+    return prepared(fast_all, ZIZQ_FAST_TAKE("", "priority, id"), {INT4OID, INT8OID, INT8OID});
   if (form == FastForm::OneQueue)
-    return prepared(fast_one, ZIZQ_FAST_TAKE("queue = $4 "), {INT4OID, INT8OID, INT8OID, TEXTOID});
-  return prepared(fast_one_index, ZIZQ_FAST_TAKE(ZIZQ_ONE_QUEUE(4)), {INT4OID, INT8OID, INT8OID, TEXTOID});
+    return prepared(fast_one, ZIZQ_FAST_TAKE("AND queue = $4 ", "queue, priority, id"),
+                    {INT4OID, INT8OID, INT8OID, TEXTOID});
+  return prepared(fast_one_index, ZIZQ_FAST_TAKE("AND " ZIZQ_ONE_QUEUE(4), "queue, priority, id"),
+                  {INT4OID, INT8OID, INT8OID, TEXTOID});
 }
 
 // Queues whose `queue = $4` form read far more than it took, per backend:
