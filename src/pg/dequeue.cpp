@@ -20,7 +20,8 @@
 //
 // dequeue(wait) registers the backend as a waiter and sleeps on its latch
 // between attempts; enqueue commits, releases and the dispatcher's offers
-// set it. Between attempts it holds no row locks.
+// set it. Between attempts it holds no row locks: each attempt runs in a
+// subtransaction, rolled back when it took nothing (attempt_releasing_locks).
 #include <algorithm>
 
 #include "core/admission.hpp"
@@ -301,11 +302,16 @@ FreeCursor *free_head(FreeStreams &fs) {
 }
 
 // Closes the cursors; a head row it had locked but did not take is ready
-// for others once this transaction ends.
+// for others once this transaction, or the subtransaction of a look that
+// took nothing (attempt_releasing_locks), ends.
 void close_free(FreeStreams &fs) {
   for (int i = 0; i < fs.n; ++i) {
-    if (fs.cursors[i].has_head)
-      at_commit_wake_queue(queue_hash(fs.cursors[i].head.queue, strlen(fs.cursors[i].head.queue)), 1);
+    if (fs.cursors[i].has_head) {
+      uint32 hash = queue_hash(fs.cursors[i].head.queue, strlen(fs.cursors[i].head.queue));
+      reserve_ops(2);
+      at_commit_wake_queue(hash, 1);
+      record_wake_on_abort(hash, 1);
+    }
     SPI_cursor_close(fs.cursors[i].portal);
   }
 }
@@ -764,6 +770,30 @@ uint64 attempt_settled(const Request &r, Tuplestorestate *store, TupleDesc desc,
   return got;
 }
 
+// A look that takes nothing must not keep row locks while its caller waits.
+// In READ COMMITTED, FOR UPDATE SKIP LOCKED that meets a row another worker
+// took after this statement's snapshot locks the row's newest version (the
+// job now in flight) before rechecking it, and keeps that lock when the
+// recheck fails. The job's owner would then block in complete or fail until
+// this transaction ends: for the whole wait. So a dequeue that may wait runs
+// each look in a subtransaction, rolled back (its locks with it) when it
+// took nothing.
+uint64 attempt_releasing_locks(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryContext out,
+                               MemoryContext scratch) {
+  MemoryContext caller = CurrentMemoryContext;
+  ResourceOwner owner = CurrentResourceOwner;
+  BeginInternalSubTransaction(nullptr);
+  MemoryContextSwitchTo(caller);
+  uint64 got = attempt_settled(r, store, desc, out, scratch);
+  if (got > 0)
+    ReleaseCurrentSubTransaction();
+  else
+    RollbackAndReleaseCurrentSubTransaction();
+  MemoryContextSwitchTo(caller);
+  CurrentResourceOwner = owner;
+  return got;
+}
+
 // ---- waiting ------------------------------------------------------------------------------
 
 // Plans the statements of the budgeted path before this backend first
@@ -880,7 +910,8 @@ Datum zizq_dequeue(PG_FUNCTION_ARGS) {
   bool first_change = !TransactionIdIsValid(GetTopTransactionIdIfAny());
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
   // First attempt without registering: a busy queue never pays for waiting.
-  uint64 got = attempt_settled(r, rsinfo->setResult, rsinfo->setDesc, out, scratch);
+  auto look = r.wait_ms > 0 ? attempt_releasing_locks : attempt_settled;
+  uint64 got = look(r, rsinfo->setResult, rsinfo->setDesc, out, scratch);
   if (got == 0 && r.wait_ms > 0) {
     // Registered before each look, so that a commit between the look and the
     // sleep sets the latch: no wake-up is lost.
@@ -890,7 +921,7 @@ Datum zizq_dequeue(PG_FUNCTION_ARGS) {
       for (;;) {
         ResetLatch(MyLatch);
         rearm_waiter();
-        got = attempt_settled(r, rsinfo->setResult, rsinfo->setDesc, out, scratch);
+        got = look(r, rsinfo->setResult, rsinfo->setDesc, out, scratch);
         if (got > 0) break;
         long remaining = (deadline - GetCurrentTimestamp() + 999) / 1000;
         if (remaining <= 0) break;
