@@ -784,7 +784,24 @@ uint64 attempt_releasing_locks(const Request &r, Tuplestorestate *store, TupleDe
   ResourceOwner owner = CurrentResourceOwner;
   BeginInternalSubTransaction(nullptr);
   MemoryContextSwitchTo(caller);
-  uint64 got = attempt_settled(r, store, desc, out, scratch);
+  uint64 got = 0;
+  PG_TRY();
+  {
+    got = attempt_settled(r, store, desc, out, scratch);
+  }
+  PG_CATCH();
+  {
+    // Ours to end before the error goes on: a caller's exception block
+    // rolls back the innermost subtransaction, and that must be its own.
+    MemoryContextSwitchTo(caller);
+    ErrorData *error = CopyErrorData();
+    FlushErrorState();
+    RollbackAndReleaseCurrentSubTransaction();
+    MemoryContextSwitchTo(caller);
+    CurrentResourceOwner = owner;
+    ReThrowError(error);
+  }
+  PG_END_TRY();
   if (got > 0)
     ReleaseCurrentSubTransaction();
   else

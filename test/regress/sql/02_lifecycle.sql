@@ -110,6 +110,26 @@ SELECT id FROM zizq.dequeue(ARRAY['elsewhere']);
 SELECT status, runnable, reason LIKE 'in flight since % (held by its session)' AS in_flight FROM zizq.explain_job(5);
 SELECT pg_temp.try('SELECT zizq.explain_job(424242)');
 
+-- An error inside a look of dequeue(wait) (each look runs in its own
+-- subtransaction) reaches the caller's exception block with the caller's
+-- subtransaction, not the look's, as the innermost one: no leaked SPI stack,
+-- plan or snapshot (those would show as WARNINGs here), and the job stays ready.
+SELECT id AS ro_id FROM zizq.enqueue('ro', 't') \gset
+CREATE TEMP TABLE caught (sqlstate text, message text);
+BEGIN READ ONLY;
+DO $$
+BEGIN
+  BEGIN
+    PERFORM zizq.dequeue(ARRAY['ro'], 1, wait => '10 ms');
+  EXCEPTION WHEN read_only_sql_transaction THEN
+    INSERT INTO caught VALUES (SQLSTATE, SQLERRM);  -- a temporary table: allowed here
+  END;
+END $$;
+SELECT * FROM caught;
+COMMIT;
+SELECT status FROM zizq.jobs WHERE id = :ro_id;
+SELECT count(*) AS taken_once FROM zizq.dequeue(ARRAY['ro'], 1, wait => '10 ms');
+
 -- reset removes every job and budget.
 SELECT key FROM zizq.define_budget('b', 1, 'while_in_flight');
 SELECT zizq.reset();
