@@ -302,16 +302,15 @@ FreeCursor *free_head(FreeStreams &fs) {
 }
 
 // Closes the cursors; a head row it had locked but did not take is ready
-// for others once this transaction, or the subtransaction of a look that
-// took nothing (attempt_releasing_locks), ends.
+// for others once this transaction ends. (A look that took nothing and left
+// a head behind stopped at max_considered refused budgeted jobs; its rolled
+// back subtransaction frees the head at once, but a wake then would only
+// send another worker, or this one, into the same refusals until the
+// dispatcher parks them: none is sent, as none was before.)
 void close_free(FreeStreams &fs) {
   for (int i = 0; i < fs.n; ++i) {
-    if (fs.cursors[i].has_head) {
-      uint32 hash = queue_hash(fs.cursors[i].head.queue, strlen(fs.cursors[i].head.queue));
-      reserve_ops(2);
-      at_commit_wake_queue(hash, 1);
-      record_wake_on_abort(hash, 1);
-    }
+    if (fs.cursors[i].has_head)
+      at_commit_wake_queue(queue_hash(fs.cursors[i].head.queue, strlen(fs.cursors[i].head.queue)), 1);
     SPI_cursor_close(fs.cursors[i].portal);
   }
 }
@@ -777,7 +776,10 @@ uint64 attempt_settled(const Request &r, Tuplestorestate *store, TupleDesc desc,
 // recheck fails. The job's owner would then block in complete or fail until
 // this transaction ends: for the whole wait. So a dequeue that may wait runs
 // each look in a subtransaction, rolled back (its locks with it) when it
-// took nothing.
+// took nothing. The price: a look that takes jobs commits a subxid beside
+// the top xid, and one that locked rows and took nothing writes an abort
+// record. A transaction that keeps more than 64 such subxids (dequeue(wait)
+// called that often without a commit) overflows its PGPROC subxid cache.
 uint64 attempt_releasing_locks(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryContext out,
                                MemoryContext scratch) {
   MemoryContext caller = CurrentMemoryContext;
@@ -926,7 +928,8 @@ Datum zizq_dequeue(PG_FUNCTION_ARGS) {
   TimestampTz deadline = GetCurrentTimestamp() + r.wait_ms * 1000;
   bool first_change = !TransactionIdIsValid(GetTopTransactionIdIfAny());
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
-  // First attempt without registering: a busy queue never pays for waiting.
+  // First attempt without registering: a busy queue never pays for the
+  // waiter bookkeeping (only for the look's subtransaction).
   auto look = r.wait_ms > 0 ? attempt_releasing_locks : attempt_settled;
   uint64 got = look(r, rsinfo->setResult, rsinfo->setDesc, out, scratch);
   if (got == 0 && r.wait_ms > 0) {
