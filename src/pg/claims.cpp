@@ -1,8 +1,11 @@
 // zizq claims (see claims.hpp).
+#include "core/scan_floor.hpp"
+
 #include "pg/claims.hpp"
 
 #include <algorithm>
 
+#include "pg/floors.hpp"
 #include "pg/shmem.hpp"
 #include "pg/xact.hpp"
 
@@ -17,6 +20,7 @@ constexpr int64 kPaidBit = PG_INT64_MIN;
 struct Stripe {
   int count;
   int64 slots[kSlotsPerStripe];  // 0 = empty; else a job id, with kPaidBit once paid
+  int owners[kSlotsPerStripe];   // the claimer's pgprocno
 };
 
 int64 job_of(int64 slot) { return slot & ~kPaidBit; }
@@ -49,6 +53,7 @@ void erase_at(Stripe &st, uint32 i) {
     bool movable = (i <= j) ? (home <= i || home > j) : (home <= i && home > j);
     if (movable) {
       st.slots[i] = st.slots[j];
+      st.owners[i] = st.owners[j];
       st.slots[j] = 0;
       i = j;
     }
@@ -72,9 +77,10 @@ Claim claim_job(int64 job_id) {
   LWLockAcquire(lock_of(h), LW_EXCLUSIVE);
   uint32 i = find_slot(st, h, job_id);
   if (st.slots[i] != 0) {
-    result = Claim::Busy;
+    result = st.owners[i] == MyProc->pgprocno ? Claim::Ours : Claim::Busy;
   } else if (st.count < kSlotsPerStripe / 2) {
     st.slots[i] = job_id;
+    st.owners[i] = MyProc->pgprocno;
     st.count++;
     result = Claim::Claimed;
   }
@@ -148,13 +154,19 @@ Datum zizq_unclaimed(PG_FUNCTION_ARGS) {
   PG_RETURN_BOOL(!claimed);
 }
 
-// zizq._claim(id): claims a job for the current dequeue attempt (see
-// claims.hpp); false when another transaction holds it. The last filter of
-// the unbudgeted dequeue statements, before FOR UPDATE SKIP LOCKED. Claims
-// the attempt does not take are dropped at its end (drop_unused_claims).
+// zizq._claim(id, priority): claims a job for the current dequeue attempt
+// (see claims.hpp); false when another transaction holds it. The last
+// filter of the unbudgeted dequeue statements, before FOR UPDATE SKIP
+// LOCKED, so it sees every job ready in the statement's snapshot that the
+// scan reached: the smallest of their keys is how far a scan floor may
+// rise (floors.hpp). Claims the attempt does not take are dropped at its
+// end (drop_unused_claims). A claim this backend holds already answers
+// true: a FOR UPDATE re-check (EvalPlanQual) of a row updated since the
+// snapshot evaluates the filter a second time.
 PG_FUNCTION_INFO_V1(zizq_claim);
 Datum zizq_claim(PG_FUNCTION_ARGS) {
   int64 id = PG_GETARG_INT64(0);
+  note_examined(zizq::core::JobKey{PG_GETARG_INT32(1), id});
   if (batch == nullptr) {
     batch_capacity = 256;
     batch = static_cast<int64 *>(MemoryContextAlloc(TopMemoryContext, batch_capacity * sizeof(int64)));

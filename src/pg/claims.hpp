@@ -21,9 +21,10 @@ constexpr int kClaimStripes = 16;
 Size claims_size();
 void attach_claims(char *base);
 
-// Claimed: ours now. Busy: another transaction holds it. Untracked: the
-// table is full; proceed, the row lock decides.
-enum class Claim { Claimed, Busy, Untracked };
+// Claimed: ours now. Ours: this backend's transaction holds it already.
+// Busy: another transaction holds it. Untracked: the table is full;
+// proceed, the row lock decides.
+enum class Claim { Claimed, Ours, Busy, Untracked };
 Claim claim_job(int64 job_id);
 void unclaim_jobs(const int64 *job_ids, int n);
 // claimed[i]: whether ids[i] is claimed by anyone.

@@ -26,6 +26,7 @@
 
 #include "core/admission.hpp"
 #include "core/names.hpp"
+#include "core/scan_floor.hpp"
 #include "core/token_bucket.hpp"
 
 #include "pg/errors.hpp"
@@ -33,6 +34,7 @@
 #include "pg/lines.hpp"
 #include "pg/pg.hpp"
 #include "pg/claims.hpp"
+#include "pg/floors.hpp"
 #include "pg/shmem.hpp"
 #include "pg/spi.hpp"
 #include "pg/xact.hpp"
@@ -151,7 +153,7 @@ SPIPlanPtr offered_plan = nullptr;
 #define ZIZQ_ONE_QUEUE(n) "queue >= $" #n " AND queue <= $" #n " "
 #define ZIZQ_FAST_TAKE(queue_qual, order)                                                                  \
   "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = clock_timestamp() WHERE id = ANY (ARRAY(SELECT id " \
-  "FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL " queue_qual "AND zizq._claim(id) "         \
+  "FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL " queue_qual "AND zizq._claim(id, priority) "\
   "ORDER BY " order " LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING " ZIZQ_JOB_COLUMNS
 
 enum class FastForm { AllQueues, OneQueue, OneQueueIndex };
@@ -162,10 +164,12 @@ SPIPlanPtr fast_plan(FastForm form) {
   if (form == FastForm::AllQueues)
     return prepared(fast_all, ZIZQ_FAST_TAKE("", "priority, id"), {INT4OID, INT8OID, INT8OID});
   if (form == FastForm::OneQueue)
-    return prepared(fast_one, ZIZQ_FAST_TAKE("AND queue = $4 ", "queue, priority, id"),
-                    {INT4OID, INT8OID, INT8OID, TEXTOID});
-  return prepared(fast_one_index, ZIZQ_FAST_TAKE("AND " ZIZQ_ONE_QUEUE(4), "queue, priority, id"),
-                  {INT4OID, INT8OID, INT8OID, TEXTOID});
+    return prepared(fast_one, ZIZQ_FAST_TAKE("AND queue = $4 AND (priority, id) >= ($5, $6) ", "queue, priority, id"),
+                    {INT4OID, INT8OID, INT8OID, TEXTOID, INT4OID, INT8OID});
+  return prepared(fast_one_index,
+                  ZIZQ_FAST_TAKE("AND " ZIZQ_ONE_QUEUE(4) "AND (queue, priority, id) >= ($4, $5, $6) ",
+                                 "queue, priority, id"),
+                  {INT4OID, INT8OID, INT8OID, TEXTOID, INT4OID, INT8OID});
 }
 
 // Queues whose `queue = $4` form read far more than it took, per backend:
@@ -214,11 +218,11 @@ SPIPlanPtr free_plan(bool all) {
   if (all)
     return prepared(free_all,
                     "SELECT id, priority, queue FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL "
-                    "AND zizq._claim(id) ORDER BY priority, id FOR UPDATE SKIP LOCKED",
+                    "AND zizq._claim(id, priority) ORDER BY priority, id FOR UPDATE SKIP LOCKED",
                     {});
   return prepared(free_one,
                   "SELECT id, priority, queue FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL "
-                  "AND " ZIZQ_ONE_QUEUE(1) "AND zizq._claim(id) ORDER BY queue, priority, id FOR UPDATE SKIP LOCKED",
+                  "AND " ZIZQ_ONE_QUEUE(1) "AND zizq._claim(id, priority) ORDER BY queue, priority, id FOR UPDATE SKIP LOCKED",
                   {TEXTOID});
 }
 
@@ -558,13 +562,28 @@ uint64 take(const Request &r, const TakeList &list, bool *taken, Tuplestorestate
   return rows;
 }
 
+// A dequeue of one queue scans from the queue's floor, and raises it to the
+// first ready job its scan met (see floors.hpp for why this is safe). The
+// floor is read before the statement takes its snapshot. A snapshot older
+// than the statement (REPEATABLE READ) may miss jobs whose floors were
+// lowered before the read, and a transaction that hid ready jobs from
+// itself would bring them back below the floor if it rolled back: neither
+// raises. A transaction that made jobs ready sees them before their floors
+// are lowered (at its commit): it scans from the bottom.
 uint64 fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryContext out) {
-  Datum args[4] = {Int32GetDatum(r.max_jobs), Int64GetDatum(r.session), Int64GetDatum(r.lease_ms),
-                   r.nqueues == 1 ? CStringGetTextDatum(r.queues[0]) : 0};
-  char nulls[4] = {' ', r.leased ? 'n' : ' ', r.leased ? ' ' : 'n', ' '};
+  bool one = r.nqueues == 1;
+  core::FloorView floor = one ? floor_of(r.queues[0]) : core::FloorView{core::kBottomKey, 0};
+  if (readied_jobs()) floor.floor = core::kBottomKey;
+  bool may_raise = one && !IsolationUsesXactSnapshot() && !hid_ready_jobs();
+  Datum args[6] = {Int32GetDatum(r.max_jobs), Int64GetDatum(r.session), Int64GetDatum(r.lease_ms),
+                   one ? CStringGetTextDatum(r.queues[0]) : 0, Int32GetDatum(floor.floor.priority),
+                   Int64GetDatum(floor.floor.id)};
+  char nulls[6] = {' ', r.leased ? 'n' : ' ', r.leased ? ' ' : 'n', ' ', ' ', ' '};
   FastForm form = r.nqueues == 0 ? FastForm::AllQueues : choose_one_queue_form(r.hashes[0]);
   int64 buffers_before = buffers_read_so_far();
+  begin_examined();
   uint64 rows = run_plan(fast_plan(form), args, nulls, false);
+  if (may_raise) raise_floor_of(r.queues[0], floor.seq, examined_any() ? examined_min() : core::kAboveAllKeys);
   if (form == FastForm::OneQueue)
     note_one_queue_reads(r.hashes[0], rows, r.max_jobs, buffers_read_so_far() - buffers_before);
   int64 *taken = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(rows, 1)));
@@ -718,7 +737,8 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
     // the other workers, in its place in line.
     reserve_ops(1);
     Claim claim = claim_job(c.id);
-    if (claim == Claim::Busy) continue;
+    // Ours: a row this walk met twice (another stream had it); taken once.
+    if (claim == Claim::Busy || claim == Claim::Ours) continue;
     core::Candidate cand{c.id, c.priority, c.bindings, c.nbindings};
     bool offer_fresh = c.source == Source::Offered && offered_line_unchanged(c);
     core::Verdict v = core::admit(

@@ -21,6 +21,7 @@
 #include "pg/pg.hpp"
 #include "pg/shmem.hpp"
 #include "pg/spi.hpp"
+#include "pg/floors.hpp"
 #include "pg/xact.hpp"
 
 namespace zizq::pg {
@@ -44,6 +45,7 @@ struct JobInput {
   // decided while inserting
   bool scheduled;
   bool parked;
+  int64 id;  // once inserted
   char *label;  // "jobs[3]" or "the job", for messages
 };
 
@@ -427,8 +429,17 @@ void after_insert(JobInput *jobs, const bool *inserted, int n) {
       for (int p = 0; p < i && first; ++p) first = !(inserted[p] && !jobs[p].scheduled && !jobs[p].parked &&
                                                     strcmp(jobs[p].queue, j.queue) == 0);
       if (!first) continue;
-      for (int q = i + 1; q < n; ++q)
-        if (inserted[q] && !jobs[q].scheduled && !jobs[q].parked && strcmp(jobs[q].queue, j.queue) == 0) ++count;
+      core::JobKey lowest{j.priority, j.id};
+      bool any_free = j.bindings.n == 0;
+      for (int q = i + 1; q < n; ++q) {
+        if (!inserted[q] || jobs[q].scheduled || jobs[q].parked || strcmp(jobs[q].queue, j.queue) != 0) continue;
+        ++count;
+        if (jobs[q].bindings.n > 0) continue;
+        core::JobKey key{jobs[q].priority, jobs[q].id};
+        if (!any_free || key < lowest) lowest = key;
+        any_free = true;
+      }
+      if (any_free) at_commit_lower_floor(j.queue, lowest.priority, lowest.id);
       at_commit_wake_queue(queue_hash(j.queue, strlen(j.queue)), count);
       at_commit_notify(j.queue);
     }
@@ -470,6 +481,7 @@ void insert_jobs(JobInput *jobs, int n, HeapTuple *results, MemoryContext out) {
         MemoryContext old = MemoryContextSwitchTo(out);
         results[i] = job_tuple_from_spi(r, 1, false);
         MemoryContextSwitchTo(old);
+        jobs[i].id = column_int64(r, 1);
         inserted[i] = true;
         ++r;
         continue;

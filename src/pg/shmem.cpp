@@ -3,6 +3,7 @@
 #include "pg/shmem.hpp"
 
 #include "pg/claims.hpp"
+#include "pg/floors.hpp"
 
 #include <ctime>
 
@@ -35,6 +36,7 @@ Size fixed_size() {
   size = add_size(size, MAXALIGN(claims_size()));
   size = add_size(size, MAXALIGN(mul_size(kReplaySlots, sizeof(ReplayEntry))));
   size = add_size(size, MAXALIGN(mul_size(kNotifySlots, sizeof(QueueName))));
+  size = add_size(size, MAXALIGN(floors_size()));
   return size;
 }
 
@@ -45,6 +47,7 @@ void init_shared(char *base) {
   shared->budget_lock = &locks[0].lock;
   shared->waiter_lock = &locks[1].lock;
   shared->claim_locks = &locks[2];
+  shared->floor_lock = &locks[2 + kClaimStripes].lock;
   shared->epoch = static_cast<uint32>(time(nullptr));
   // Born loading: every change is logged until the dispatcher has read the
   // tables, so it never needs to wait for older transactions.
@@ -70,6 +73,8 @@ void carve(char *base) {
   replay_log = reinterpret_cast<ReplayEntry *>(p);
   p += MAXALIGN(kReplaySlots * sizeof(ReplayEntry));
   notify_queues = reinterpret_cast<QueueName *>(p);
+  p += MAXALIGN(kNotifySlots * sizeof(QueueName));
+  attach_floors(p);
 }
 
 void on_session_exit(int, Datum) {
@@ -105,7 +110,7 @@ TimestampTz wall_time_of(int64_t mono_us) { return GetCurrentTimestamp() + (mono
 
 void shmem_request() {
   RequestAddinShmemSpace(add_size(fixed_size(), hash_estimate_size(guc_max_budgets, sizeof(BudgetEntry))));
-  RequestNamedLWLockTranche(kTranche, 2 + kClaimStripes);
+  RequestNamedLWLockTranche(kTranche, 3 + kClaimStripes);
 }
 
 void shmem_startup() {

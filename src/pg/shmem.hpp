@@ -9,6 +9,7 @@
 //     - the park requests: budgeted ready jobs a dequeue could not take,
 //       which the dispatcher moves into their budgets' lines.
 //   claims (claims.hpp) have striped locks of their own.
+//   floor_lock protects the scan floors (floors.hpp).
 //   waiter_lock protects
 //     - waiters: backends blocked in dequeue(wait), with their queues;
 //     - sessions: the session id under which each backend holds jobs;
@@ -109,6 +110,7 @@ struct Shared {
   LWLock *budget_lock;
   LWLock *waiter_lock;
   LWLockPadded *claim_locks;  // one per claim stripe
+  LWLock *floor_lock;
 
   // budget_lock
   bool budgets_loaded;  // budgeted dispatch may run

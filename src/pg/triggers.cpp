@@ -7,6 +7,7 @@
 #include "pg/pg.hpp"
 #include "pg/shmem.hpp"
 #include "pg/spi.hpp"
+#include "pg/floors.hpp"
 #include "pg/xact.hpp"
 
 namespace zizq::pg {
@@ -15,16 +16,16 @@ namespace {
 // Attribute numbers of zizq._jobs, looked up once per relation.
 struct JobAttrs {
   Oid relid;
-  int status, queue, priority, budget_ids, budget_costs, parked;
+  int status, queue, priority, budget_ids, budget_costs, parked, id;
 };
 
 const JobAttrs &attrs_of(Relation rel) {
-  static JobAttrs a{InvalidOid, 0, 0, 0, 0, 0, 0};
+  static JobAttrs a{InvalidOid, 0, 0, 0, 0, 0, 0, 0};
   if (a.relid != RelationGetRelid(rel)) {
     TupleDesc d = RelationGetDescr(rel);
     a = JobAttrs{RelationGetRelid(rel),        SPI_fnumber(d, "status"),       SPI_fnumber(d, "queue"),
                  SPI_fnumber(d, "priority"),   SPI_fnumber(d, "budget_ids"),   SPI_fnumber(d, "budget_costs"),
-                 SPI_fnumber(d, "parked")};
+                 SPI_fnumber(d, "parked"),     SPI_fnumber(d, "id")};
   }
   return a;
 }
@@ -94,9 +95,17 @@ void leave_lines_at_commit(const Row &old, const JobAttrs &a) {
   }
 }
 
+// Ready, not parked, unbudgeted: in the index a dequeue scans from its
+// queue's floor.
+bool free_ready(const Row &r, const JobAttrs &a) {
+  return r.is_status(a.status, "ready") && !r.flag(a.parked) && r.is_null(a.budget_ids);
+}
+
 void announce_ready(const Row &row, const JobAttrs &a) {
   bool isnull = false;
   char *queue = TextDatumGetCString(row.get(a.queue, &isnull));
+  if (row.is_null(a.budget_ids))
+    at_commit_lower_floor(queue, DatumGetInt32(row.get(a.priority, &isnull)), DatumGetInt64(row.get(a.id, &isnull)));
   reserve_ops(1);
   at_commit_wake_queue(queue_hash(queue, strlen(queue)), 1);
   at_commit_notify(queue);
@@ -119,6 +128,7 @@ Datum zizq_trg_job_update(PG_FUNCTION_ARGS) {
 
   if (old.is_status(a.status, "in_flight") && !now.is_status(a.status, "in_flight") && !old.is_null(a.budget_ids))
     release_at_commit(old, a);
+  if (free_ready(old, a)) note_hidden_ready_job();
 
   bool was_parked = old.flag(a.parked);
   bool moved = !same_column(old, now, a.status) || !same_column(old, now, a.queue) ||
@@ -148,6 +158,7 @@ Datum zizq_trg_job_delete(PG_FUNCTION_ARGS) {
   Row old{td->tg_trigtuple, RelationGetDescr(td->tg_relation)};
   if (old.is_status(a.status, "in_flight") && !old.is_null(a.budget_ids)) release_at_commit(old, a);
   if (old.flag(a.parked)) leave_lines_at_commit(old, a);
+  if (free_ready(old, a)) note_hidden_ready_job();
   return PointerGetDatum(td->tg_trigtuple);
 }
 

@@ -4,6 +4,7 @@
 #include "core/token_bucket.hpp"
 
 #include "pg/claims.hpp"
+#include "pg/floors.hpp"
 #include "pg/shmem.hpp"
 
 extern "C" {
@@ -28,6 +29,7 @@ enum class Kind : uint8 {
   DropBudget,
   ResetBudgets,
   Dirty,
+  LowerFloor,
   WakeQueue,
   WakeDispatcher,
   WakeDispatcherBefore,
@@ -41,8 +43,8 @@ struct Op {
   int32 budget;
   int32 value;  // cost, position or job count
   uint32 hash;
-  int64 job;    // Claim
-  const char *queue;  // Notify (TopTransactionContext)
+  int64 job;    // Claim, LowerFloor
+  const char *queue;  // Notify, LowerFloor (TopTransactionContext)
   TimestampTz when;
   core::Policy policy;
 };
@@ -56,6 +58,8 @@ void forget_all() {
   ops = nullptr;  // its memory goes with TopTransactionContext
   nops = 0;
   capacity = 0;
+  forget_hidden_ready_jobs();
+  forget_readied_jobs();
 }
 
 Op &push(Kind kind) {
@@ -203,6 +207,25 @@ void apply_budget_op(const Op &op, int64 now, Handoffs &handoffs) {
   }
 }
 
+// No allocation here: this runs after the commit, where an error cannot
+// abort anything.
+void lower_committed_floors() {
+  constexpr int kChunk = 64;
+  const char *queues[kChunk];
+  core::JobKey keys[kChunk];
+  int n = 0;
+  for (int i = 0; i < nops; ++i) {
+    if (ops[i].kind != Kind::LowerFloor) continue;
+    queues[n] = ops[i].queue;
+    keys[n++] = core::JobKey{ops[i].value, ops[i].job};
+    if (n == kChunk) {
+      lower_floors(queues, keys, n);
+      n = 0;
+    }
+  }
+  lower_floors(queues, keys, n);
+}
+
 void commit_all() {
   bool budget_ops = false, wake_dispatcher_now = false;
   TimestampTz wake_before = 0;
@@ -212,6 +235,8 @@ void commit_all() {
     wake_dispatcher_now = wake_dispatcher_now || k == Kind::WakeDispatcher;
     if (k == Kind::WakeDispatcherBefore && (wake_before == 0 || ops[i].when < wake_before)) wake_before = ops[i].when;
   }
+  // Floors first: a worker woken below must scan from the lowered floor.
+  lower_committed_floors();
   Handoffs handoffs;
   handoffs.n = 0;
   if (budget_ops) {
@@ -407,6 +432,15 @@ void at_commit_wake_queue(uint32 queue_hash, int jobs) {
 }
 
 void at_commit_wake_dispatcher() { push(Kind::WakeDispatcher); }
+
+void at_commit_lower_floor(const char *queue, int32 priority, int64 job_id) {
+  note_readied_jobs();
+  reserve_ops(1);
+  Op &op = push(Kind::LowerFloor);
+  op.queue = MemoryContextStrdup(TopTransactionContext, queue);
+  op.value = priority;
+  op.job = job_id;
+}
 
 void at_commit_notify(const char *queue) {
   reserve_ops(1);

@@ -13,7 +13,13 @@
 //   (c) no job ran twice at once;
 //   (d) every job finished (completed or dead).
 //
-// Usage: stress [--jobs N] [--workers N] [--seconds LIMIT] [--seed S]
+// With --free, no job is bound to a budget, half the jobs are enqueued while
+// the workers run (some in transactions that roll back), and dequeues of one
+// queue take the single-statement path that starts at the queue's scan
+// floor (src/core/scan_floor.hpp): a floor raised past a ready job would
+// leave it unfinished, which (d) catches.
+//
+// Usage: stress [--jobs N] [--workers N] [--seconds LIMIT] [--seed S] [--free]
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -53,11 +59,13 @@ void expect(bool ok, const std::string &what) {
   std::printf("  %s %s\n", ok ? "ok  " : "FAIL", what.c_str());
 }
 
+bool free_only = false;  // --free: no budgets
+
 std::string random_jobs(int n, std::mt19937 &rng) {
   std::string json = "[";
   for (int i = 0; i < n; ++i) {
     std::vector<int> chosen;
-    int nb = static_cast<int>(rng() % 4);  // 0..3 budgets
+    int nb = free_only ? 0 : static_cast<int>(rng() % 4);  // 0..3 budgets
     while (static_cast<int>(chosen.size()) < nb) {
       int b = static_cast<int>(rng() % budgets.size());
       if (std::find(chosen.begin(), chosen.end(), b) == chosen.end()) chosen.push_back(b);
@@ -81,10 +89,13 @@ void work(int seed, double deadline, std::atomic<bool> &stop, std::atomic<long> 
   std::mt19937 rng(seed);
   auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
   const char *queue_sets[] = {"NULL", "ARRAY['q0']", "ARRAY['q1','q2']", "ARRAY['q2','q0','q1']", "ARRAY['q1']"};
+  // --free: one queue each time, so that a job stranded below its queue's
+  // floor is not rescued by a dequeue of several queues (those scan all).
+  const char *one_queue[] = {"ARRAY['q0']", "ARRAY['q1']", "ARRAY['q2']"};
   auto conn = std::make_unique<Conn>();
   while (!stop.load() && now_s() < deadline) {
     try {
-      std::string queues = queue_sets[rng() % 5];
+      std::string queues = free_only ? one_queue[rng() % 3] : queue_sets[rng() % 5];
       int max_jobs = 1 + static_cast<int>(rng() % 4);
       bool leased = chance(0.2);
       bool savepoint = chance(0.15);
@@ -127,6 +138,22 @@ void work(int seed, double deadline, std::atomic<bool> &stop, std::atomic<long> 
       std::fprintf(stderr, "worker %d: %s\n", seed, e.what());
       conn = std::make_unique<Conn>();
     }
+  }
+}
+
+// --free: enqueues `jobs` more in batches of 1-5 while the workers run; one
+// batch in ten is rolled back and enqueued again.
+void produce(int jobs, int seed) {
+  std::mt19937 rng(seed);
+  Conn c;
+  for (int done = 0; done < jobs;) {
+    int k = std::min(jobs - done, 1 + static_cast<int>(rng() % 5));
+    bool roll_back = rng() % 10 == 0;
+    c.exec("BEGIN");
+    c.exec("SELECT count(*) FROM zizq.enqueue_many($1::jsonb)", {random_jobs(k, rng)});
+    c.exec(roll_back ? "ROLLBACK" : "COMMIT");
+    if (!roll_back) done += k;
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
   }
 }
 
@@ -195,11 +222,17 @@ void check_exclusive(const std::vector<zizq::test::Flight> &flights) {
 int main(int argc, char **argv) {
   int jobs = 600, workers = 8, seed = 42;
   double seconds = 120;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--free")) {
+      free_only = true;
+      continue;
+    }
+    if (i + 1 >= argc) break;
     if (!std::strcmp(argv[i], "--jobs")) jobs = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--workers")) workers = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--seconds")) seconds = std::atof(argv[i + 1]);
     if (!std::strcmp(argv[i], "--seed")) seed = std::atoi(argv[i + 1]);
+    ++i;
   }
   try {
     Conn c;
@@ -214,25 +247,31 @@ int main(int argc, char **argv) {
       b.id = static_cast<int>(c.exec("SELECT id FROM zizq.budgets WHERE key = $1", {b.key}).num(0, 0));
     }
     std::mt19937 rng(seed);
-    c.exec("SELECT count(*) FROM zizq.enqueue_many($1::jsonb)", {random_jobs(jobs, rng)});
+    int later = free_only ? jobs / 2 : 0;
+    c.exec("SELECT count(*) FROM zizq.enqueue_many($1::jsonb)", {random_jobs(jobs - later, rng)});
 
     double start = now_s(), deadline = start + seconds;
-    std::atomic<bool> stop{false};
+    std::atomic<bool> stop{false}, produced{later == 0};
     std::atomic<long> drops{0};
     std::vector<std::thread> threads;
     for (int w = 0; w < workers; ++w) threads.emplace_back(work, seed * 100 + w, deadline, std::ref(stop), std::ref(drops));
+    std::thread producer([&] {
+      if (later > 0) produce(later, seed + 1);
+      produced = true;
+    });
     // Done when every job is completed (gone) or dead.
     while (now_s() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      if (c.exec("SELECT count(*) FROM zizq.jobs WHERE status <> 'dead'").num(0, 0) == 0) break;
+      if (produced.load() && c.exec("SELECT count(*) FROM zizq.jobs WHERE status <> 'dead'").num(0, 0) == 0) break;
     }
     stop = true;
+    producer.join();
     for (auto &t : threads) t.join();
 
     auto history = zizq::test::read_history(c);
     auto flights = zizq::test::flights(history);
-    std::printf("stress: %d jobs, %d workers, %.1f s, %zu status changes, %ld dropped sessions\n", jobs, workers,
-                now_s() - start, history.size(), drops.load());
+    std::printf("stress%s: %d jobs, %d workers, %.1f s, %zu status changes, %ld dropped sessions\n",
+                free_only ? " --free" : "", jobs, workers, now_s() - start, history.size(), drops.load());
     for (const auto &b : budgets) (b.time_based ? check_rate : check_concurrency)(b, flights);
     check_exclusive(flights);
     auto left = c.exec("SELECT count(*) FILTER (WHERE status = 'dead'), count(*) FROM zizq.jobs");

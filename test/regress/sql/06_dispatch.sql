@@ -181,3 +181,21 @@ SELECT pg_temp.dequeue_buffers('lined') < 60 AS looks_at_the_head_only;
 SELECT count(*) AS in_flight FROM zizq._jobs WHERE status = 'in_flight';
 ROLLBACK;
 SELECT zizq.reset();
+
+-- Scan floors (src/core/scan_floor.hpp). A transaction that truncated the
+-- jobs (zizq.reset) and then found nothing must not raise its queue's floor
+-- past the job its rollback brings back.
+SELECT id AS fl_id FROM zizq.enqueue('fl', 't') \gset
+BEGIN;
+SELECT zizq.reset();
+SELECT count(*) AS none_after_reset FROM zizq.dequeue(ARRAY['fl']);
+ROLLBACK;
+SELECT id = :fl_id AS found_after_rollback FROM zizq.dequeue(ARRAY['fl']);
+-- A claim asked about again by the transaction that holds it (as a FOR
+-- UPDATE re-check does) is granted to it. (Other workers skip it: the
+-- isolation spec dequeue_race.)
+SELECT id AS fl2_id FROM zizq.enqueue('fl', 't') \gset
+BEGIN;
+SELECT zizq._claim(:fl2_id, 0) AS first, zizq._claim(:fl2_id, 0) AS again;
+ROLLBACK;
+SELECT zizq.reset();

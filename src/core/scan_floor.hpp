@@ -1,0 +1,79 @@
+// zizq core: scan floors, where a dequeue of one queue starts its scan of
+// the ready unbudgeted jobs.
+//
+// Why: a dequeue scans the index of ready jobs in (priority, id) order, and
+// the entries of jobs taken a moment ago are still there: the btree marks an
+// entry dead only when the page it sits on has not changed since the scan
+// read it, and new jobs keep changing the last page. In a steady flow every
+// look read ~460 such entries and fetched their heap tuples to take one job.
+// A floor is a key below which the queue holds no ready job, so the scan
+// starts there.
+//
+// The rule that keeps a floor honest (the PostgreSQL side applies it; see
+// src/pg/floors.cpp):
+//   * lower: a transaction that made jobs ready (enqueue, release, requeue,
+//     a priority or binding change...) lowers its queues' floors to their
+//     keys after its commit became visible, and bumps `seq`;
+//   * raise: a READ COMMITTED dequeue reads (floor, seq) before its
+//     statement's snapshot, scans from the floor, and may raise the floor to
+//     the smallest key its scan met among jobs ready in that snapshot (or
+//     past everything when it met none), but only if `seq` is unchanged:
+//     no readying commit ran its lowering in between;
+//   * a dequeue whose own transaction has already hidden ready jobs from
+//     itself (took, deleted, moved them) never raises: a rollback would
+//     bring them back below the floor.
+// A queue without a slot has no floor (scans start at the bottom), so
+// evicting a slot is always safe.
+#pragma once
+
+#include "core/cpp_only.hpp"
+
+#include <cstdint>
+#include <string_view>
+
+#include "core/names.hpp"
+
+namespace zizq::core {
+
+// A ready job's place in dispatch order: priority, then id.
+struct JobKey {
+  int32_t priority;
+  int64_t id;
+};
+
+inline bool operator<(const JobKey &a, const JobKey &b) {
+  return a.priority != b.priority ? a.priority < b.priority : a.id < b.id;
+}
+inline bool operator==(const JobKey &a, const JobKey &b) { return a.priority == b.priority && a.id == b.id; }
+
+inline constexpr JobKey kBottomKey{INT32_MIN, INT64_MIN};  // no floor: scan everything
+inline constexpr JobKey kAboveAllKeys{INT32_MAX, INT64_MAX};  // the queue holds no ready job
+
+inline constexpr int kFloorSlots = 128;
+
+struct FloorSlot {
+  bool used;
+  uint32_t hash;
+  JobKey floor;
+  char queue[kMaxNameBytes + 1];
+};
+
+// Plain data: it lives in shared memory, zeroed at start (no floors).
+struct FloorTable {
+  uint64_t seq;  // readying commits so far
+  FloorSlot slots[kFloorSlots];
+};
+
+struct FloorView {
+  JobKey floor;
+  uint64_t seq;
+};
+
+FloorView read_floor(const FloorTable &t, std::string_view queue, uint32_t hash);
+// A commit made a job of `queue` with `key` ready.
+void lower_floor(FloorTable &t, std::string_view queue, uint32_t hash, JobKey key);
+// A dequeue that read `seen_seq` found no job ready below `key`; returns
+// whether the floor moved.
+bool raise_floor(FloorTable &t, std::string_view queue, uint32_t hash, uint64_t seen_seq, JobKey key);
+
+}  // namespace zizq::core

@@ -1,0 +1,66 @@
+// zizq scan floors in shared memory (see floors.hpp).
+#include "core/scan_floor.hpp"
+
+#include "pg/floors.hpp"
+#include "pg/shmem.hpp"
+
+namespace zizq::pg {
+namespace {
+
+core::FloorTable *table = nullptr;
+
+uint32 hash_of(const char *queue) { return queue_hash(queue, strlen(queue)); }
+
+bool hidden = false;
+bool readied = false;
+bool examined = false;
+core::JobKey examined_key = core::kAboveAllKeys;
+
+}  // namespace
+
+Size floors_size() { return sizeof(core::FloorTable); }
+
+void attach_floors(char *base) { table = reinterpret_cast<core::FloorTable *>(base); }
+
+core::FloorView floor_of(const char *queue) {
+  LWLockAcquire(shared->floor_lock, LW_SHARED);
+  core::FloorView v = core::read_floor(*table, queue, hash_of(queue));
+  LWLockRelease(shared->floor_lock);
+  return v;
+}
+
+void raise_floor_of(const char *queue, uint64 seen_seq, core::JobKey key) {
+  LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+  (void)core::raise_floor(*table, queue, hash_of(queue), seen_seq, key);
+  LWLockRelease(shared->floor_lock);
+}
+
+void lower_floors(const char *const *queues, const core::JobKey *keys, int n) {
+  if (n == 0) return;
+  LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+  for (int i = 0; i < n; ++i) core::lower_floor(*table, queues[i], hash_of(queues[i]), keys[i]);
+  LWLockRelease(shared->floor_lock);
+}
+
+void note_hidden_ready_job() { hidden = true; }
+bool hid_ready_jobs() { return hidden; }
+void forget_hidden_ready_jobs() { hidden = false; }
+
+void note_readied_jobs() { readied = true; }
+bool readied_jobs() { return readied; }
+void forget_readied_jobs() { readied = false; }
+
+void begin_examined() {
+  examined = false;
+  examined_key = core::kAboveAllKeys;
+}
+
+void note_examined(core::JobKey key) {
+  examined = true;
+  if (key < examined_key) examined_key = key;
+}
+
+bool examined_any() { return examined; }
+core::JobKey examined_min() { return examined_key; }
+
+}  // namespace zizq::pg

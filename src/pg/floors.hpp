@@ -1,0 +1,44 @@
+// zizq scan floors in shared memory: where a dequeue of one queue starts its
+// scan of ready unbudgeted jobs (the rule is in core/scan_floor.hpp).
+//
+// Lowered after every commit that made such jobs ready (enqueue, and the
+// job_update trigger for every other path), before its waiters are woken;
+// raised by the dequeue's single-statement take (dequeue.cpp).
+#pragma once
+
+#include "core/scan_floor.hpp"
+
+#include "pg/pg.hpp"
+
+namespace zizq::pg {
+
+Size floors_size();
+void attach_floors(char *base);
+
+core::FloorView floor_of(const char *queue);
+void raise_floor_of(const char *queue, uint64 seen_seq, core::JobKey key);
+// Applies lowerings of committed transactions (xact.cpp), under one lock.
+void lower_floors(const char *const *queues, const core::JobKey *keys, int n);
+
+// This transaction has hidden a ready unbudgeted job from its own later
+// statements (took, moved or deleted it): it must not raise floors, since
+// its rollback would make the job ready again below them. Forgotten when
+// the transaction ends.
+void note_hidden_ready_job();
+bool hid_ready_jobs();
+void forget_hidden_ready_jobs();
+
+// This transaction has made jobs ready that only it sees: their floors are
+// lowered at its commit, so its own dequeues scan from the bottom.
+void note_readied_jobs();
+bool readied_jobs();
+void forget_readied_jobs();
+
+// The smallest key zizq._claim() was asked about since begin_examined():
+// the first ready job the take statement met in its snapshot.
+void begin_examined();
+void note_examined(core::JobKey key);
+bool examined_any();
+core::JobKey examined_min();
+
+}  // namespace zizq::pg
