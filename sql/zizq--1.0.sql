@@ -198,6 +198,21 @@ CREATE FUNCTION zizq._trg_job_delete() RETURNS trigger
   LANGUAGE c AS 'MODULE_PATHNAME', 'zizq_trg_job_delete';
 CREATE TRIGGER job_delete BEFORE DELETE ON zizq._jobs FOR EACH ROW
   EXECUTE FUNCTION zizq._trg_job_delete();
+-- Writes around zizq's functions (COPY, pg_restore, INSERT, TRUNCATE):
+-- the scan floors of dequeue cannot know their keys (src/pg/triggers.cpp).
+CREATE FUNCTION zizq._trg_jobs_inserted() RETURNS trigger
+  LANGUAGE c AS 'MODULE_PATHNAME', 'zizq_trg_jobs_inserted';
+CREATE TRIGGER jobs_inserted AFTER INSERT ON zizq._jobs FOR EACH STATEMENT
+  EXECUTE FUNCTION zizq._trg_jobs_inserted();
+CREATE FUNCTION zizq._trg_jobs_truncated() RETURNS trigger
+  LANGUAGE c AS 'MODULE_PATHNAME', 'zizq_trg_jobs_truncated';
+CREATE TRIGGER jobs_truncated BEFORE TRUNCATE ON zizq._jobs FOR EACH STATEMENT
+  EXECUTE FUNCTION zizq._trg_jobs_truncated();
+-- After writing to zizq._jobs with triggers off (session_replication_role =
+-- replica, logical replication, pg_restore --disable-triggers): single-queue
+-- dequeues scan every ready job again until the floors rise anew.
+CREATE FUNCTION zizq.forget_scan_floors() RETURNS void
+  LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_forget_scan_floors';
 
 -- Producers read the jobs they enqueued; workers and admins read all.
 ALTER TABLE zizq._jobs ENABLE ROW LEVEL SECURITY;
@@ -1131,7 +1146,7 @@ GRANT EXECUTE ON FUNCTION zizq.update_job(bigint, jsonb), zizq.update_jobs(bigin
                           zizq.unbind_budget(bigint, text), zizq.unbind_budget(bigint[], text),
                           zizq.unbind_all_budgets(bigint), zizq.unbind_all_budgets(bigint[]),
                           zizq.replace_budgets(bigint, jsonb), zizq.replace_budgets(bigint[], jsonb),
-                          zizq.dispatcher_state()
+                          zizq.dispatcher_state(), zizq.forget_scan_floors()
   TO zizq_admin;
 GRANT SELECT ON zizq.queues, zizq.budget_state, zizq.budgets TO zizq_admin;
 -- Views run their functions with the reader's rights.

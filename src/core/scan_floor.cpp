@@ -11,36 +11,42 @@ namespace {
 const FloorSlot &slot_for(const FloorTable &t, uint32_t hash) { return t.slots[hash % kFloorSlots]; }
 FloorSlot &slot_for(FloorTable &t, uint32_t hash) { return t.slots[hash % kFloorSlots]; }
 
-bool holds(const FloorSlot &s, std::string_view queue, uint32_t hash) {
-  return s.used && s.hash == hash && std::string_view(s.queue) == queue;
+bool holds(const FloorSlot &s, const FloorQueue &q) {
+  return s.used && s.database == q.database && s.hash == q.hash && std::string_view(s.queue) == q.name;
 }
 
 }  // namespace
 
-FloorView read_floor(const FloorTable &t, std::string_view queue, uint32_t hash) {
-  const FloorSlot &s = slot_for(t, hash);
-  return FloorView{holds(s, queue, hash) ? s.floor : kBottomKey, t.seq};
+FloorView read_floor(const FloorTable &t, const FloorQueue &q) {
+  const FloorSlot &s = slot_for(t, q.hash);
+  return FloorView{holds(s, q) ? s.floor : kBottomKey, t.seq};
 }
 
-void lower_floor(FloorTable &t, std::string_view queue, uint32_t hash, JobKey key) {
-  FloorSlot &s = slot_for(t, hash);
-  if (holds(s, queue, hash) && key < s.floor) s.floor = key;
+void lower_floor(FloorTable &t, const FloorQueue &q, JobKey key) {
+  FloorSlot &s = slot_for(t, q.hash);
+  if (holds(s, q) && key < s.floor) s.floor = key;
   t.seq++;  // even when nothing moved: a dequeue scanning now may not see the job
 }
 
-bool raise_floor(FloorTable &t, std::string_view queue, uint32_t hash, uint64_t seen_seq, JobKey key) {
-  if (t.seq != seen_seq || queue.size() > kMaxNameBytes) return false;
-  FloorSlot &s = slot_for(t, hash);
-  if (holds(s, queue, hash)) {
+void clear_floors(FloorTable &t) {
+  for (FloorSlot &s : t.slots) s.used = false;
+  t.seq++;
+}
+
+bool raise_floor(FloorTable &t, const FloorQueue &q, uint64_t seen_seq, JobKey key) {
+  if (t.seq != seen_seq || q.name.size() > kMaxNameBytes) return false;
+  FloorSlot &s = slot_for(t, q.hash);
+  if (holds(s, q)) {
     if (!(s.floor < key)) return false;
     s.floor = key;
     return true;
   }
   s.used = true;
-  s.hash = hash;
+  s.database = q.database;
+  s.hash = q.hash;
   s.floor = key;
-  std::memcpy(s.queue, queue.data(), queue.size());
-  s.queue[queue.size()] = '\0';
+  std::memcpy(s.queue, q.name.data(), q.name.size());
+  s.queue[q.name.size()] = '\0';
   return true;
 }
 

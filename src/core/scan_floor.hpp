@@ -23,7 +23,8 @@
 //     itself (took, deleted, moved them) never raises: a rollback would
 //     bring them back below the floor.
 // A queue without a slot has no floor (scans start at the bottom), so
-// evicting a slot is always safe.
+// evicting a slot, or clearing them all, is always safe. Slots belong to a
+// database: queues of the same name in two databases are two queues.
 #pragma once
 
 #include "core/cpp_only.hpp"
@@ -53,6 +54,7 @@ inline constexpr int kFloorSlots = 128;
 
 struct FloorSlot {
   bool used;
+  uint32_t database;
   uint32_t hash;
   JobKey floor;
   char queue[kMaxNameBytes + 1];
@@ -69,11 +71,21 @@ struct FloorView {
   uint64_t seq;
 };
 
-FloorView read_floor(const FloorTable &t, std::string_view queue, uint32_t hash);
-// A commit made a job of `queue` with `key` ready.
-void lower_floor(FloorTable &t, std::string_view queue, uint32_t hash, JobKey key);
+// A queue: its database, name and the name's hash.
+struct FloorQueue {
+  uint32_t database;
+  std::string_view name;
+  uint32_t hash;
+};
+
+FloorView read_floor(const FloorTable &t, const FloorQueue &q);
+// A commit made a job of `q` with `key` ready.
+void lower_floor(FloorTable &t, const FloorQueue &q, JobKey key);
+// Jobs may have become ready without their keys being known (rows written
+// around zizq's functions): every floor goes.
+void clear_floors(FloorTable &t);
 // A dequeue that read `seen_seq` found no job ready below `key`; returns
 // whether the floor moved.
-bool raise_floor(FloorTable &t, std::string_view queue, uint32_t hash, uint64_t seen_seq, JobKey key);
+bool raise_floor(FloorTable &t, const FloorQueue &q, uint64_t seen_seq, JobKey key);
 
 }  // namespace zizq::core

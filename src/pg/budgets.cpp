@@ -14,7 +14,6 @@
 #include "pg/jsonb_text.hpp"
 #include "pg/shmem.hpp"
 #include "pg/spi.hpp"
-#include "pg/floors.hpp"
 #include "pg/xact.hpp"
 
 namespace zizq::pg {
@@ -276,9 +275,6 @@ Datum zizq_budgets_reset(PG_FUNCTION_ARGS) {
   require_shared();
   at_commit_reset_budgets();
   at_commit_wake_dispatcher();
-  // zizq.reset() has just truncated the jobs: should it roll back, they
-  // come back below any floor this transaction would raise.
-  note_hidden_ready_job();
   PG_RETURN_VOID();
 }
 

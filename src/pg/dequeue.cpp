@@ -896,15 +896,18 @@ Request read_request(FunctionCallInfo fcinfo) {
     if (n == 0)
       ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("queues must not be empty"),
                       errhint("pass NULL to take jobs from every queue")));
-    r.nqueues = n;
+    r.nqueues = 0;
     r.queues = static_cast<char **>(palloc(sizeof(char *) * n));
     r.hashes = static_cast<uint32 *>(palloc(sizeof(uint32) * n));
     for (int i = 0; i < n; ++i) {
       if (nulls[i]) ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("queues must not contain NULL")));
-      r.queues[i] = TextDatumGetCString(elems[i]);
-      const char *q = r.queues[i];
+      char *q = TextDatumGetCString(elems[i]);
       run_core([&] { core::check_name("queue", q); });
-      r.hashes[i] = queue_hash(q, strlen(q));
+      // A queue named twice is read once (two cursors on it would meet the
+      // same jobs, and a claim answers its own transaction yes).
+      if (wants_queue(r, q) && r.nqueues > 0) continue;
+      r.queues[r.nqueues] = q;
+      r.hashes[r.nqueues++] = queue_hash(q, strlen(q));
     }
   }
   if (PG_ARGISNULL(1)) ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("max_jobs must not be NULL")));

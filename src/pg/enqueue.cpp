@@ -466,7 +466,9 @@ void insert_jobs(JobInput *jobs, int n, HeapTuple *results, MemoryContext out) {
     j.scheduled = j.ready_at > now;
     j.parked = !j.scheduled && j.bindings.n > 0 && must_park(j, promised, &npromised);
   }
+  begin_own_insert();
   uint64 rows = insert_rows(jobs, n);
+  end_own_insert();
   // RETURNING comes in insertion (id) order; a job skipped as a duplicate
   // is the one whose unique key does not come next.
   SPITupleTable *table = SPI_tuptable;

@@ -9,8 +9,11 @@ namespace {
 
 core::FloorTable *table = nullptr;
 
-uint32 hash_of(const char *queue) { return queue_hash(queue, strlen(queue)); }
+core::FloorQueue queue_of(const char *queue) {
+  return core::FloorQueue{MyDatabaseId, queue, queue_hash(queue, strlen(queue))};
+}
 
+bool own_insert = false;
 bool hidden = false;
 bool readied = false;
 bool examined = false;
@@ -24,23 +27,33 @@ void attach_floors(char *base) { table = reinterpret_cast<core::FloorTable *>(ba
 
 core::FloorView floor_of(const char *queue) {
   LWLockAcquire(shared->floor_lock, LW_SHARED);
-  core::FloorView v = core::read_floor(*table, queue, hash_of(queue));
+  core::FloorView v = core::read_floor(*table, queue_of(queue));
   LWLockRelease(shared->floor_lock);
   return v;
 }
 
 void raise_floor_of(const char *queue, uint64 seen_seq, core::JobKey key) {
   LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
-  (void)core::raise_floor(*table, queue, hash_of(queue), seen_seq, key);
+  (void)core::raise_floor(*table, queue_of(queue), seen_seq, key);
   LWLockRelease(shared->floor_lock);
 }
 
 void lower_floors(const char *const *queues, const core::JobKey *keys, int n) {
   if (n == 0) return;
   LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
-  for (int i = 0; i < n; ++i) core::lower_floor(*table, queues[i], hash_of(queues[i]), keys[i]);
+  for (int i = 0; i < n; ++i) core::lower_floor(*table, queue_of(queues[i]), keys[i]);
   LWLockRelease(shared->floor_lock);
 }
+
+void clear_all_floors() {
+  LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+  core::clear_floors(*table);
+  LWLockRelease(shared->floor_lock);
+}
+
+void begin_own_insert() { own_insert = true; }
+void end_own_insert() { own_insert = false; }
+bool in_own_insert() { return own_insert; }
 
 void note_hidden_ready_job() { hidden = true; }
 bool hid_ready_jobs() { return hidden; }

@@ -19,6 +19,15 @@ core::FloorView floor_of(const char *queue);
 void raise_floor_of(const char *queue, uint64 seen_seq, core::JobKey key);
 // Applies lowerings of committed transactions (xact.cpp), under one lock.
 void lower_floors(const char *const *queues, const core::JobKey *keys, int n);
+// After rows were written to zizq._jobs around zizq's functions (COPY,
+// pg_restore, a plain INSERT), and when shared state is reset.
+void clear_all_floors();
+
+// Around zizq's own INSERT into zizq._jobs (enqueue.cpp), which lowers the
+// floors itself: the statement trigger for other INSERTs stays quiet.
+void begin_own_insert();
+void end_own_insert();
+bool in_own_insert();
 
 // This transaction has hidden a ready unbudgeted job from its own later
 // statements (took, moved or deleted it): it must not raise floors, since

@@ -9,6 +9,7 @@
 #include "core/names.hpp"
 
 #include "pg/errors.hpp"
+#include "pg/floors.hpp"
 #include "pg/jsonb_text.hpp"
 #include "pg/pg.hpp"
 #include "pg/shmem.hpp"
@@ -56,6 +57,15 @@ PG_FUNCTION_INFO_V1(zizq_reset_shared);
 Datum zizq_reset_shared(PG_FUNCTION_ARGS) {
   require_shared();
   reset_shared_state();
+  PG_RETURN_VOID();
+}
+
+// zizq.forget_scan_floors(): every queue's dequeues scan from the bottom
+// again (floors.hpp). Jobs written already are committed, so at once.
+PG_FUNCTION_INFO_V1(zizq_forget_scan_floors);
+Datum zizq_forget_scan_floors(PG_FUNCTION_ARGS) {
+  require_shared();
+  clear_all_floors();
   PG_RETURN_VOID();
 }
 

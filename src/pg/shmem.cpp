@@ -146,6 +146,8 @@ void reset_shared_state() {
   shared->replay_count = 0;
   shared->replay_overflow = false;
   LWLockRelease(shared->budget_lock);
+  // CREATE EXTENSION: the floors of an earlier zizq._jobs mean nothing now.
+  clear_all_floors();
 }
 
 void log_replay(ReplayEntry::Kind kind, int32 budget, int32 value, const core::Policy *policy) {

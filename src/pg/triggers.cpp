@@ -131,7 +131,7 @@ Datum zizq_trg_job_update(PG_FUNCTION_ARGS) {
   if (free_ready(old, a)) note_hidden_ready_job();
 
   bool was_parked = old.flag(a.parked);
-  bool moved = !same_column(old, now, a.status) || !same_column(old, now, a.queue) ||
+  bool moved = !same_column(old, now, a.status) || !same_column(old, now, a.queue) || !same_column(old, now, a.id) ||
                !same_column(old, now, a.priority) || !same_column(old, now, a.budget_ids) ||
                !same_column(old, now, a.budget_costs);
   if (was_parked && (!now.flag(a.parked) || moved)) {
@@ -160,6 +160,25 @@ Datum zizq_trg_job_delete(PG_FUNCTION_ARGS) {
   if (old.flag(a.parked)) leave_lines_at_commit(old, a);
   if (free_ready(old, a)) note_hidden_ready_job();
   return PointerGetDatum(td->tg_trigtuple);
+}
+
+// Statement triggers for writes around zizq's functions. Rows inserted by
+// COPY, pg_restore or a plain INSERT may be ready below their queues'
+// floors, with no key known: every floor goes after the commit. A TRUNCATE
+// outside zizq.reset() hides every ready job from the rest of its
+// transaction, as reset() does.
+PG_FUNCTION_INFO_V1(zizq_trg_jobs_inserted);
+Datum zizq_trg_jobs_inserted(PG_FUNCTION_ARGS) {
+  (void)trigger_data(fcinfo, "zizq_trg_jobs_inserted");
+  if (shared != nullptr && !in_own_insert()) at_commit_clear_floors();
+  return PointerGetDatum(nullptr);
+}
+
+PG_FUNCTION_INFO_V1(zizq_trg_jobs_truncated);
+Datum zizq_trg_jobs_truncated(PG_FUNCTION_ARGS) {
+  (void)trigger_data(fcinfo, "zizq_trg_jobs_truncated");
+  note_hidden_ready_job();
+  return PointerGetDatum(nullptr);
 }
 
 }  // extern "C"

@@ -30,6 +30,7 @@ enum class Kind : uint8 {
   ResetBudgets,
   Dirty,
   LowerFloor,
+  ClearFloors,
   WakeQueue,
   WakeDispatcher,
   WakeDispatcherBefore,
@@ -60,6 +61,7 @@ void forget_all() {
   capacity = 0;
   forget_hidden_ready_jobs();
   forget_readied_jobs();
+  end_own_insert();
 }
 
 Op &push(Kind kind) {
@@ -215,6 +217,12 @@ void lower_committed_floors() {
   core::JobKey keys[kChunk];
   int n = 0;
   for (int i = 0; i < nops; ++i) {
+    if (ops[i].kind == Kind::ClearFloors) {
+      clear_all_floors();
+      return;
+    }
+  }
+  for (int i = 0; i < nops; ++i) {
     if (ops[i].kind != Kind::LowerFloor) continue;
     queues[n] = ops[i].queue;
     keys[n++] = core::JobKey{ops[i].value, ops[i].job};
@@ -326,6 +334,7 @@ void on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *) 
   if (nops == 0) return;
   int level = GetCurrentTransactionNestLevel();
   if (event == SUBXACT_EVENT_ABORT_SUB) {
+    end_own_insert();  // an enqueue whose INSERT failed
     int keep = 0;
     // Ops of the aborted level and deeper sit at the end of the list.
     while (keep < nops && ops[keep].nest < level) ++keep;
@@ -435,11 +444,18 @@ void at_commit_wake_dispatcher() { push(Kind::WakeDispatcher); }
 
 void at_commit_lower_floor(const char *queue, int32 priority, int64 job_id) {
   note_readied_jobs();
+  char *copy = MemoryContextStrdup(TopTransactionContext, queue);
   reserve_ops(1);
   Op &op = push(Kind::LowerFloor);
-  op.queue = MemoryContextStrdup(TopTransactionContext, queue);
+  op.queue = copy;
   op.value = priority;
   op.job = job_id;
+}
+
+void at_commit_clear_floors() {
+  note_readied_jobs();
+  reserve_ops(1);
+  push(Kind::ClearFloors);
 }
 
 void at_commit_notify(const char *queue) {

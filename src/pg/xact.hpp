@@ -56,6 +56,8 @@ void at_commit_wake_queue(uint32 queue_hash, int jobs);
 // A ready unbudgeted job of `queue` (priority, id): its scan floor is
 // lowered after the commit, before workers are woken (floors.hpp).
 void at_commit_lower_floor(const char *queue, int32 priority, int64 job_id);
+// Every scan floor goes after the commit (rows written around zizq).
+void at_commit_clear_floors();
 // LISTEN zizq listeners of this queue are notified (by the dispatcher).
 void at_commit_notify(const char *queue);
 void at_commit_wake_dispatcher();

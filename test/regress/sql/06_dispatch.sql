@@ -198,4 +198,23 @@ SELECT id AS fl2_id FROM zizq.enqueue('fl', 't') \gset
 BEGIN;
 SELECT zizq._claim(:fl2_id, 0) AS first, zizq._claim(:fl2_id, 0) AS again;
 ROLLBACK;
+-- Rows written around zizq's functions (here a plain INSERT, as COPY or
+-- pg_restore would) drop every floor when they commit: the dequeue below
+-- follows one that raised queue cp's floor past everything.
+SELECT count(*) AS none_yet FROM zizq.dequeue(ARRAY['cp']);
+INSERT INTO zizq._jobs (queue, type, status, ready_at) VALUES ('cp', 'restored', 'ready', now());
+SELECT type FROM zizq.dequeue(ARRAY['cp']);
+-- With triggers off (session_replication_role = replica) nothing lowers the
+-- floor: the job stays hidden from dequeues of its queue until an admin
+-- runs zizq.forget_scan_floors().
+SELECT count(*) AS none_yet FROM zizq.dequeue(ARRAY['cp']);
+SET session_replication_role = replica;
+INSERT INTO zizq._jobs (queue, type, status, ready_at) VALUES ('cp', 'replicated', 'ready', now());
+RESET session_replication_role;
+SELECT count(*) AS hidden FROM zizq.dequeue(ARRAY['cp']);
+SELECT zizq.forget_scan_floors();
+SELECT type FROM zizq.dequeue(ARRAY['cp']);
+-- A queue named twice is read once: both jobs come in one call.
+SELECT count(*) AS enqueued FROM zizq.enqueue_many('[{"queue": "dup", "type": "t"}, {"queue": "dup", "type": "t"}]');
+SELECT count(*) AS both_taken FROM zizq.dequeue(ARRAY['dup', 'dup'], 5);
 SELECT zizq.reset();
