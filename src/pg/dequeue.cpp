@@ -583,7 +583,7 @@ uint64 fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, Me
   int64 buffers_before = buffers_read_so_far();
   begin_examined();
   uint64 rows = run_plan(fast_plan(form), args, nulls, false);
-  if (may_raise) raise_floor_of(r.queues[0], floor.seq, examined_any() ? examined_min() : core::kAboveAllKeys);
+  if (may_raise) raise_floor_of(r.queues[0], floor.seq, examined_min());
   if (form == FastForm::OneQueue)
     note_one_queue_reads(r.hashes[0], rows, r.max_jobs, buffers_read_so_far() - buffers_before);
   int64 *taken = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(rows, 1)));

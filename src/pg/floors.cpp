@@ -16,7 +16,6 @@ core::FloorQueue queue_of(const char *queue) {
 bool own_insert = false;
 bool hidden = false;
 bool readied = false;
-bool examined = false;
 core::JobKey examined_key = core::kAboveAllKeys;
 
 }  // namespace
@@ -63,17 +62,12 @@ void note_readied_jobs() { readied = true; }
 bool readied_jobs() { return readied; }
 void forget_readied_jobs() { readied = false; }
 
-void begin_examined() {
-  examined = false;
-  examined_key = core::kAboveAllKeys;
-}
+void begin_examined() { examined_key = core::kAboveAllKeys; }
 
 void note_examined(core::JobKey key) {
-  examined = true;
   if (key < examined_key) examined_key = key;
 }
 
-bool examined_any() { return examined; }
 core::JobKey examined_min() { return examined_key; }
 
 }  // namespace zizq::pg

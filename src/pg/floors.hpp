@@ -44,10 +44,10 @@ bool readied_jobs();
 void forget_readied_jobs();
 
 // The smallest key zizq._claim() was asked about since begin_examined():
-// the first ready job the take statement met in its snapshot.
+// the first ready job the take statement met in its snapshot, or
+// kAboveAllKeys when it met none (no job's key reaches it).
 void begin_examined();
 void note_examined(core::JobKey key);
-bool examined_any();
 core::JobKey examined_min();
 
 }  // namespace zizq::pg
