@@ -56,9 +56,11 @@ PG_FUNCTION_INFO_V1(zizq_complete_one);
 Datum zizq_complete_one(PG_FUNCTION_ARGS) {
   require_shared();
   int64 id = PG_GETARG_INT64(0);
+  bool only_own_before = only_own_changes_so_far();
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
   uint64 done = complete_jobs(int8_array(&id, 1));
   SPI_finish();
+  note_own_change(only_own_before, OwnChange::Durable);
   PG_RETURN_BOOL(done > 0);
 }
 
@@ -69,6 +71,7 @@ Datum zizq_complete_many(PG_FUNCTION_ARGS) {
   int64 *ids;
   int n = array_int8(PG_GETARG_DATUM(0), &ids);
   MemoryContext outer = CurrentMemoryContext;
+  bool only_own_before = only_own_changes_so_far();
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
   uint64 done = complete_jobs(int8_array(ids, n));
   MemoryContext old = MemoryContextSwitchTo(outer);
@@ -81,6 +84,7 @@ Datum zizq_complete_many(PG_FUNCTION_ARGS) {
   for (int i = 0; i < n; ++i)
     if (!std::binary_search(applied, applied + done, ids[i])) missed[nmissed++] = ids[i];
   SPI_finish();
+  note_own_change(only_own_before, OwnChange::Durable);
   PG_RETURN_DATUM(int8_array(missed, nmissed));
 }
 

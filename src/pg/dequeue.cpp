@@ -949,7 +949,7 @@ Datum zizq_dequeue(PG_FUNCTION_ARGS) {
   MemoryContext out = rsinfo->econtext->ecxt_per_query_memory;
   MemoryContext scratch = AllocSetContextCreate(CurrentMemoryContext, "zizq dequeue", ALLOCSET_DEFAULT_SIZES);
   TimestampTz deadline = GetCurrentTimestamp() + r.wait_ms * 1000;
-  bool first_change = !TransactionIdIsValid(GetTopTransactionIdIfAny());
+  bool only_own_before = only_own_changes_so_far();
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
   // First attempt without registering: a busy queue never pays for the
   // waiter bookkeeping (only for the look's subtransaction).
@@ -980,7 +980,7 @@ Datum zizq_dequeue(PG_FUNCTION_ARGS) {
     PG_END_TRY();
   }
   SPI_finish();
-  if (got > 0) note_dequeue_commit(first_change, r.leased);
+  if (got > 0) note_own_change(only_own_before, r.leased ? OwnChange::Durable : OwnChange::Volatile);
   return (Datum)0;
 }
 

@@ -8,7 +8,10 @@
 #include "pg/shmem.hpp"
 
 extern "C" {
+#include "access/xlog.h"
 #include "executor/instrument.h"
+#include "replication/syncrep.h"
+#include "replication/walsender.h"
 #include "utils/guc.h"
 }
 
@@ -282,27 +285,54 @@ void commit_all() {
     wake_dispatcher_before(wake_before);
 }
 
-// ---- commits that need no WAL flush --------------------------------------------
-// A dequeue without a lease needs no durable commit. Should the server
-// crash before its commit record is flushed, the job is found ready again;
-// the outcome is the same as if it had been flushed, since a crash ends the
-// worker's session and the jobs of ended sessions go back to ready. So a
-// transaction whose only WAL-logged changes are such a dequeue commits with
-// synchronous_commit = off; its commit record reaches disk with the next
-// flush (at the latest the worker's complete). Any other change in the
-// transaction, before or after, keeps the commit as configured.
-int64 async_commit_mark = -1;  // WAL records after the dequeue; -1 none, -2 refused
+// ---- commits whose flush can wait ----------------------------------------------
+// Two kinds of change made by zizq calls need less of their commit than
+// synchronous_commit = on gives every transaction:
+//   - Volatile: a dequeue without a lease. Should the server crash before its
+//     commit record is flushed, the job is found ready again; the outcome is
+//     the same as if it had been flushed, since a crash ends the worker's
+//     session and the jobs of ended sessions go back to ready. Such a commit
+//     does not wait for the flush at all; its record reaches disk with the
+//     next flush (at the latest the worker's complete).
+//   - Durable: a complete (or a leased dequeue). Its commit is flushed before
+//     the client hears of it, but after the commit is visible and its wake-ups
+//     are sent (commit_all): the tokens it gives back reach the next job while
+//     its WAL flushes. Anything that sees the commit before the flush ends
+//     sees only job states, and anything it writes in turn lies after the
+//     commit record in the WAL: a crash loses both or neither. Not done when
+//     a synchronous standby must confirm the commit (its wait is part of the
+//     commit), nor when synchronous_commit asks for no local flush.
+// Only a transaction whose every WAL record was written inside such calls
+// qualifies: any other change, before, between or after them (counted by
+// pgWalUsage.wal_records, so even a change made without an xid), keeps the
+// commit as configured.
+constexpr int64 kNoOwnChange = -1, kForeignChange = -2;
+int64 own_wal_mark = kNoOwnChange;  // WAL records after the last own change
+OwnChange own_need = OwnChange::Volatile;
+bool flush_after_commit = false;
 
-void maybe_commit_async() {
-  if (async_commit_mark < 0 || pgWalUsage.wal_records != async_commit_mark) return;
+bool standby_confirms_commits() {
+  return SyncRepRequested() && SyncRepStandbyNames != nullptr && SyncRepStandbyNames[0] != '\0';
+}
+
+void choose_commit_mode() {
+  if (own_wal_mark < 0 || pgWalUsage.wal_records != own_wal_mark) return;
+  bool flush_later = own_need == OwnChange::Durable;
+  if (flush_later && (synchronous_commit < SYNCHRONOUS_COMMIT_LOCAL_FLUSH || standby_confirms_commits())) return;
   (void)set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+  flush_after_commit = flush_later && TransactionIdIsValid(GetTopTransactionIdIfAny());
+}
+
+void forget_commit_mode() {
+  own_wal_mark = kNoOwnChange;
+  own_need = OwnChange::Volatile;
+  flush_after_commit = false;
 }
 
 void on_xact(XactEvent event, void *) {
-  if (event != XACT_EVENT_PRE_COMMIT && event != XACT_EVENT_PARALLEL_PRE_COMMIT) async_commit_mark = -1;
   switch (event) {
     case XACT_EVENT_PRE_COMMIT:
-      maybe_commit_async();
+      choose_commit_mode();
       break;
     case XACT_EVENT_PRE_PREPARE:
       if (nops > 0)
@@ -315,15 +345,20 @@ void on_xact(XactEvent event, void *) {
         release_claims(0);
         commit_all();
       }
+      // The client hears of the commit only once it is on disk.
+      if (flush_after_commit) XLogFlush(XactLastCommitEnd);
       forget_all();
+      forget_commit_mode();
       break;
     case XACT_EVENT_ABORT:
     case XACT_EVENT_PARALLEL_ABORT:
       if (nops > 0 && shared != nullptr) undo_from(0);
       forget_all();
+      forget_commit_mode();
       break;
     case XACT_EVENT_PREPARE:
       forget_all();
+      forget_commit_mode();
       break;
     default:
       break;
@@ -427,9 +462,19 @@ void at_commit_policy(int32 budget, const core::Policy &policy) {
 
 void at_commit_drop_budget(int32 budget) { push(Kind::DropBudget).budget = budget; }
 void at_commit_reset_budgets() { push(Kind::ResetBudgets); }
-void note_dequeue_commit(bool first_change, bool leased) {
-  if (async_commit_mark == -2) return;
-  async_commit_mark = first_change && !leased ? pgWalUsage.wal_records : -2;
+bool only_own_changes_so_far() {
+  if (own_wal_mark == kForeignChange) return false;
+  if (own_wal_mark == kNoOwnChange) return !TransactionIdIsValid(GetTopTransactionIdIfAny());
+  return pgWalUsage.wal_records == own_wal_mark;
+}
+
+void note_own_change(bool only_own_before, OwnChange need) {
+  if (!only_own_before) {
+    own_wal_mark = kForeignChange;
+    return;
+  }
+  own_wal_mark = pgWalUsage.wal_records;
+  if (need == OwnChange::Durable) own_need = OwnChange::Durable;
 }
 
 void at_commit_dirty(int32 budget) { push(Kind::Dirty).budget = budget; }

@@ -48,10 +48,15 @@ void at_commit_policy(int32 budget, const core::Policy &policy);
 void at_commit_drop_budget(int32 budget);
 void at_commit_reset_budgets();
 void at_commit_dirty(int32 budget);
-// A dequeue took jobs; first_change: the transaction had changed nothing
-// before it. A transaction whose only change is one unleased dequeue
-// commits without waiting for its WAL flush (see xact.cpp).
-void note_dequeue_commit(bool first_change, bool leased);
+// A transaction whose WAL-logged changes were all made by zizq calls of
+// these kinds needs less of its commit (see xact.cpp, "commits whose flush
+// can wait"): Volatile (an unleased dequeue) no flush, Durable (complete, a
+// leased dequeue) a flush after its wake-ups rather than before.
+enum class OwnChange { Volatile, Durable };
+// Called before such a call changes anything: whether the transaction's
+// WAL-logged changes so far were all noted by note_own_change.
+bool only_own_changes_so_far();
+void note_own_change(bool only_own_before, OwnChange need);
 void at_commit_wake_queue(uint32 queue_hash, int jobs);
 // A ready unbudgeted job of `queue` (priority, id): its scan floor is
 // lowered after the commit, before workers are woken (floors.hpp).

@@ -1,7 +1,10 @@
-# Commits that skip the WAL flush (src/pg/xact.cpp): a transaction whose only
-# change is a dequeue without a lease commits asynchronously; any other
-# change, or a lease, keeps the commit synchronous. A dequeue whose commit is
-# lost in a crash leaves its jobs ready, as a dead session's would be.
+# Commits whose flush can wait (src/pg/xact.cpp): a transaction whose only
+# changes are dequeues without a lease commits asynchronously; one whose only
+# changes are zizq's completes and dequeues commits asynchronously too, and
+# then flushes before the client hears of it (its wake-ups go first). Any
+# other change, a lease, or synchronous_commit = off keeps the commit as
+# configured. A dequeue whose commit is lost in a crash leaves its jobs ready,
+# as a dead session's would be; a complete the client heard of is kept.
 #
 # The walwriter flushes every 10 s here, and nothing else flushes WAL, so a
 # commit that did not flush leaves the flush position behind its commit
@@ -49,19 +52,22 @@ ok(flushed_after(q{INSERT INTO public.audit SELECT id FROM zizq.dequeue(ARRAY['q
 	'a dequeue with another change in its statement flushes');
 ok(flushed_after(q{INSERT INTO public.audit VALUES (0)}, $take), 'a dequeue after another change flushes');
 ok(flushed_after($take, q{INSERT INTO public.audit VALUES (0)}), 'a dequeue before another change flushes');
-ok(flushed_after($take, $take), 'two dequeues in one transaction flush');
+ok(!flushed_after($take, $take), 'two dequeues in one transaction commit without a flush');
 ok(flushed_after(q{SELECT zizq.enqueue('q', 't')}), 'an enqueue flushes');
-ok(flushed_after(q{SELECT zizq.complete(id) FROM zizq.jobs WHERE status = 'in_flight' AND lease_until IS NULL LIMIT 1}),
-	'a complete flushes');
+my $complete = q{SELECT zizq.complete(id) FROM zizq.jobs WHERE status = 'in_flight' AND lease_until IS NULL LIMIT 1};
+ok(!flushed_after(q{SET LOCAL synchronous_commit = off}, $complete),
+	'a complete under synchronous_commit = off commits as configured');
+ok(flushed_after($complete), 'a complete flushes before it returns');
+ok(flushed_after($take, $complete), 'a dequeue and a complete in one transaction flush');
 
 # A dequeue whose commit record never reached disk: after the crash its jobs
-# are ready, like those of every session the crash ended (11 jobs, 1
+# are ready, like those of every session the crash ended (11 jobs, 3
 # completed, 1 leased).
 ok(!flushed_after(q{SELECT count(*) FROM zizq.dequeue(ARRAY['q'], 2)}), 'another lone dequeue, not flushed');
 $node->stop('immediate');
 $node->start;
 ZizqNode::wait_loaded($node);
-my $took = ZizqNode::seconds_until($node, q{SELECT count(*) FROM zizq.jobs WHERE status = 'ready'}, '9');
+my $took = ZizqNode::seconds_until($node, q{SELECT count(*) FROM zizq.jobs WHERE status = 'ready'}, '7');
 ok(defined $took, 'after a crash every job not completed or leased is ready again');
 is($q->(q{SELECT count(*) FROM zizq.jobs WHERE status = 'in_flight' AND lease_until IS NOT NULL}), '1',
 	'the leased job is still leased');
