@@ -12,6 +12,7 @@ extern "C" {
 #include "executor/instrument.h"
 #include "replication/syncrep.h"
 #include "replication/walsender.h"
+#include "replication/walsender_private.h"
 #include "utils/guc.h"
 }
 
@@ -303,30 +304,50 @@ void commit_all() {
 //     a synchronous standby must confirm the commit (its wait is part of the
 //     commit), nor when synchronous_commit asks for no local flush.
 // Only a transaction whose every WAL record was written inside such calls
-// qualifies: any other change, before, between or after them (counted by
-// pgWalUsage.wal_records, so even a change made without an xid), keeps the
-// commit as configured.
+// qualifies: a change with an xid before the first call, or any WAL record
+// between or after them (counted by pgWalUsage.wal_records, so even one
+// written without an xid), keeps the commit as configured. WAL that another
+// extension's pre-commit callback writes after ours (callbacks run newest
+// first) is caught at commit: the commit is then flushed before returning.
+// Writes of triggers a user adds to zizq._jobs run inside zizq's calls and
+// count as theirs (README, "Caveats").
 constexpr int64 kNoOwnChange = -1, kForeignChange = -2;
 int64 own_wal_mark = kNoOwnChange;  // WAL records after the last own change
 OwnChange own_need = OwnChange::Volatile;
-bool flush_after_commit = false;
+bool committing_async = false;  // this commit was switched to synchronous_commit = off
 
+// Whether a synchronous standby must confirm commits. Both this backend's
+// setting and the shared flag that commits consult (a reload may not have
+// reached this backend yet).
 bool standby_confirms_commits() {
-  return SyncRepRequested() && SyncRepStandbyNames != nullptr && SyncRepStandbyNames[0] != '\0';
+  if (!SyncRepRequested()) return false;
+  bool named = SyncRepStandbyNames != nullptr && SyncRepStandbyNames[0] != '\0';
+  return named ||
+         (WalSndCtl != nullptr && (static_cast<volatile WalSndCtlData *>(WalSndCtl)->sync_standbys_status & SYNC_STANDBY_DEFINED));
 }
 
 void choose_commit_mode() {
   if (own_wal_mark < 0 || pgWalUsage.wal_records != own_wal_mark) return;
-  bool flush_later = own_need == OwnChange::Durable;
-  if (flush_later && (synchronous_commit < SYNCHRONOUS_COMMIT_LOCAL_FLUSH || standby_confirms_commits())) return;
+  if (own_need == OwnChange::Durable &&
+      (synchronous_commit < SYNCHRONOUS_COMMIT_LOCAL_FLUSH || standby_confirms_commits()))
+    return;
   (void)set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
-  flush_after_commit = flush_later && TransactionIdIsValid(GetTopTransactionIdIfAny());
+  committing_async = true;
+}
+
+// After commit_all: a Durable commit, or one that another pre-commit
+// callback added WAL to (more than the commit record itself), reaches disk
+// before the client hears of it. A transaction without an xid wrote no
+// commit record.
+void flush_if_needed() {
+  if (!committing_async || !TransactionIdIsValid(GetTopTransactionIdIfAny())) return;
+  if (own_need == OwnChange::Durable || pgWalUsage.wal_records > own_wal_mark + 1) XLogFlush(XactLastCommitEnd);
 }
 
 void forget_commit_mode() {
   own_wal_mark = kNoOwnChange;
   own_need = OwnChange::Volatile;
-  flush_after_commit = false;
+  committing_async = false;
 }
 
 void on_xact(XactEvent event, void *) {
@@ -346,7 +367,7 @@ void on_xact(XactEvent event, void *) {
         commit_all();
       }
       // The client hears of the commit only once it is on disk.
-      if (flush_after_commit) XLogFlush(XactLastCommitEnd);
+      flush_if_needed();
       forget_all();
       forget_commit_mode();
       break;
