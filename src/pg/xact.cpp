@@ -310,7 +310,7 @@ void commit_all() {
 // extension's pre-commit callback writes after ours (callbacks run newest
 // first) is caught at commit: the commit is then flushed before returning.
 // Writes of triggers a user adds to zizq._jobs run inside zizq's calls and
-// count as theirs (README, "Caveats").
+// count as theirs (README, "Choices where the spec is silent").
 constexpr int64 kNoOwnChange = -1, kForeignChange = -2;
 int64 own_wal_mark = kNoOwnChange;  // WAL records after the last own change
 OwnChange own_need = OwnChange::Volatile;
