@@ -59,6 +59,9 @@ Op *ops = nullptr;
 int nops = 0;
 int capacity = 0;
 
+void forget_commit_mode();  // below, with the commit modes
+
+// Everything this module keeps for a transaction, once it has ended.
 void forget_all() {
   ops = nullptr;  // its memory goes with TopTransactionContext
   nops = 0;
@@ -66,6 +69,7 @@ void forget_all() {
   forget_hidden_ready_jobs();
   forget_readied_jobs();
   end_own_insert();
+  forget_commit_mode();
 }
 
 Op &push(Kind kind) {
@@ -369,17 +373,14 @@ void on_xact(XactEvent event, void *) {
       // The client hears of the commit only once it is on disk.
       flush_if_needed();
       forget_all();
-      forget_commit_mode();
       break;
     case XACT_EVENT_ABORT:
     case XACT_EVENT_PARALLEL_ABORT:
       if (nops > 0 && shared != nullptr) undo_from(0);
       forget_all();
-      forget_commit_mode();
       break;
     case XACT_EVENT_PREPARE:
       forget_all();
-      forget_commit_mode();
       break;
     default:
       break;
