@@ -22,7 +22,12 @@ QueueName *notify_queues = nullptr;
 
 namespace {
 
-constexpr const char *kTranche = "zizq";
+// One tranche per kind of lock, so that pg_stat_activity.wait_event names
+// the one a backend waits for.
+constexpr const char *kBudgetTranche = "zizq_budgets";
+constexpr const char *kWaiterTranche = "zizq_waiters";
+constexpr const char *kClaimTranche = "zizq_claims";
+constexpr const char *kFloorTranche = "zizq_floors";
 
 int offer_slots() { return ZZ_MAX(1024, 2 * guc_max_budgets); }
 
@@ -43,11 +48,10 @@ Size fixed_size() {
 void init_shared(char *base) {
   memset(base, 0, fixed_size());
   shared = reinterpret_cast<Shared *>(base);
-  LWLockPadded *locks = GetNamedLWLockTranche(kTranche);
-  shared->budget_lock = &locks[0].lock;
-  shared->waiter_lock = &locks[1].lock;
-  shared->claim_locks = &locks[2];
-  shared->floor_lock = &locks[2 + kClaimStripes].lock;
+  shared->budget_lock = &GetNamedLWLockTranche(kBudgetTranche)[0].lock;
+  shared->waiter_lock = &GetNamedLWLockTranche(kWaiterTranche)[0].lock;
+  shared->claim_locks = GetNamedLWLockTranche(kClaimTranche);
+  shared->floor_lock = &GetNamedLWLockTranche(kFloorTranche)[0].lock;
   shared->epoch = static_cast<uint32>(time(nullptr));
   // Born loading: every change is logged until the dispatcher has read the
   // tables, so it never needs to wait for older transactions.
@@ -110,7 +114,10 @@ TimestampTz wall_time_of(int64_t mono_us) { return GetCurrentTimestamp() + (mono
 
 void shmem_request() {
   RequestAddinShmemSpace(add_size(fixed_size(), hash_estimate_size(guc_max_budgets, sizeof(BudgetEntry))));
-  RequestNamedLWLockTranche(kTranche, 3 + kClaimStripes);
+  RequestNamedLWLockTranche(kBudgetTranche, 1);
+  RequestNamedLWLockTranche(kWaiterTranche, 1);
+  RequestNamedLWLockTranche(kClaimTranche, kClaimStripes);
+  RequestNamedLWLockTranche(kFloorTranche, 1);
 }
 
 void shmem_startup() {
