@@ -307,7 +307,7 @@ CREATE FUNCTION zizq._wake_dispatcher_at(at timestamptz) RETURNS void
   LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_wake_dispatcher_at';
 -- COST: evaluated after the cheap filters of its scan (a claim taken on a
 -- row another filter rejects would hide it from other workers meanwhile).
-CREATE FUNCTION zizq._claim(id bigint, priority integer) RETURNS boolean
+CREATE FUNCTION zizq._claim(id bigint, priority integer, queue text) RETURNS boolean
   LANGUAGE c VOLATILE STRICT COST 100 AS 'MODULE_PATHNAME', 'zizq_claim';
 CREATE FUNCTION zizq._unclaimed(id bigint) RETURNS boolean
   LANGUAGE c VOLATILE STRICT COST 100 AS 'MODULE_PATHNAME', 'zizq_unclaimed';

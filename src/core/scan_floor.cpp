@@ -28,6 +28,17 @@ void lower_floor(FloorTable &t, const FloorQueue &q, JobKey key) {
   t.seq++;  // even when nothing moved: a dequeue scanning now may not see the job
 }
 
+void lower_floor_of_hash(FloorTable &t, uint32_t database, uint32_t hash, JobKey key) {
+  FloorSlot &s = slot_for(t, hash);
+  if (s.used && s.database == database && s.hash == hash && key < s.floor) s.floor = key;
+  t.seq++;  // a dequeue may be scanning past the job as claimed right now
+}
+
+JobKey past_key(JobKey key) {
+  if (key.id < INT64_MAX) return JobKey{key.priority, key.id + 1};
+  return key.priority < INT32_MAX ? JobKey{key.priority + 1, INT64_MIN} : kAboveAllKeys;
+}
+
 void clear_floors(FloorTable &t) {
   for (FloorSlot &s : t.slots) s.used = false;
   t.seq++;

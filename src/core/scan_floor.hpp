@@ -21,7 +21,14 @@
 //     no readying commit ran its lowering in between;
 //   * a dequeue whose own transaction has already hidden ready jobs from
 //     itself (took, deleted, moved them) never raises: a rollback would
-//     bring them back below the floor.
+//     bring them back below the floor;
+//   * claimed jobs count as gone: while its take statement runs, a dequeue
+//     raises the floor just past each job it claims (past_key), so that
+//     dequeues starting meanwhile begin after the jobs open dequeues hold
+//     rather than walk them. Every ready job the scan met below was
+//     claimed, by it or by another open dequeue; a claim released without
+//     its job taken (a rollback, a row the statement skipped) lowers the
+//     floor again (lower_floor_of_hash), as a readying commit does.
 // A queue without a slot has no floor (scans start at the bottom), so
 // evicting a slot, or clearing them all, is always safe. Slots belong to a
 // database: queues of the same name in two databases are two queues.
@@ -84,8 +91,14 @@ void lower_floor(FloorTable &t, const FloorQueue &q, JobKey key);
 // Jobs may have become ready without their keys being known (rows written
 // around zizq's functions): every floor goes.
 void clear_floors(FloorTable &t);
+// A claim on the job with `key` of the queue whose name hashes to `hash`
+// was released without the job being taken. Only the hash is kept with a
+// claim: a queue sharing it is lowered too, which is safe.
+void lower_floor_of_hash(FloorTable &t, uint32_t database, uint32_t hash, JobKey key);
 // A dequeue that read `seen_seq` found no job ready below `key`; returns
 // whether the floor moved.
 bool raise_floor(FloorTable &t, const FloorQueue &q, uint64_t seen_seq, JobKey key);
+// The smallest key after `key`: where a scan that claimed `key` may start.
+JobKey past_key(JobKey key);
 
 }  // namespace zizq::core

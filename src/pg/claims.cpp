@@ -99,6 +99,25 @@ void unclaim_jobs(const int64 *job_ids, int n) {
   }
 }
 
+void release_untaken_claims(const ClaimedJob *jobs, int n) {
+  constexpr int kChunk = 256;
+  int64 ids[kChunk];
+  uint32 hashes[kChunk];
+  core::JobKey keys[kChunk];
+  for (int from = 0; from < n; from += kChunk) {
+    int k = ZZ_MIN(kChunk, n - from);
+    for (int i = 0; i < k; ++i) {
+      ids[i] = jobs[from + i].id;
+      hashes[i] = jobs[from + i].queue_hash;
+      keys[i] = core::JobKey{jobs[from + i].priority, jobs[from + i].id};
+    }
+    // Unclaimed first: a scan that meets the job after the floor came down
+    // must find it free.
+    unclaim_jobs(ids, k);
+    lower_floors_of_hashes(hashes, keys, k);
+  }
+}
+
 void mark_claim_paid(int64 job_id) {
   uint32 h = mix(job_id);
   Stripe &st = stripe_of(h);
@@ -131,10 +150,13 @@ void claimed_jobs(const int64 *ids, int n, bool *claimed) {
 
 void begin_claim_batch() { batch_count = 0; }
 
-void drop_unused_claims(const int64 *taken, int ntaken) {
+int64 *unused_claims(const int64 *taken, int ntaken, int *n) {
+  int64 *unused = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(batch_count, 1)));
+  *n = 0;
   for (int i = 0; i < batch_count; ++i)
-    if (std::find(taken, taken + ntaken, batch[i]) == taken + ntaken) drop_claim_now(batch[i]);
+    if (std::find(taken, taken + ntaken, batch[i]) == taken + ntaken) unused[(*n)++] = batch[i];
   batch_count = 0;
+  return unused;
 }
 
 }  // namespace zizq::pg
@@ -154,19 +176,21 @@ Datum zizq_unclaimed(PG_FUNCTION_ARGS) {
   PG_RETURN_BOOL(!claimed);
 }
 
-// zizq._claim(id, priority): claims a job for the current dequeue attempt
-// (see claims.hpp); false when another transaction holds it. The last
-// filter of the unbudgeted dequeue statements, before FOR UPDATE SKIP
+// zizq._claim(id, priority, queue): claims a job for the current dequeue
+// attempt (see claims.hpp); false when another transaction holds it. The
+// last filter of the unbudgeted dequeue statements, before FOR UPDATE SKIP
 // LOCKED, so it sees every job ready in the statement's snapshot that the
 // scan reached: the smallest of their keys is how far a scan floor may
-// rise (floors.hpp). Claims the attempt does not take are dropped at its
-// end (drop_unused_claims). A claim this backend holds already answers
-// true: a FOR UPDATE re-check (EvalPlanQual) of a row updated since the
-// snapshot evaluates the filter a second time.
+// rise at the statement's end, and each job claimed raises it at once
+// (floors.hpp, live raises). Claims the attempt does not take are released
+// at its end (dequeue.cpp, release_dropped_claims). A claim this backend holds already
+// answers true: a FOR UPDATE re-check (EvalPlanQual) of a row updated
+// since the snapshot evaluates the filter a second time.
 PG_FUNCTION_INFO_V1(zizq_claim);
 Datum zizq_claim(PG_FUNCTION_ARGS) {
   int64 id = PG_GETARG_INT64(0);
-  note_examined(zizq::core::JobKey{PG_GETARG_INT32(1), id});
+  zizq::core::JobKey key{PG_GETARG_INT32(1), id};
+  note_examined(key);
   if (batch == nullptr) {
     batch_capacity = 256;
     batch = static_cast<int64 *>(MemoryContextAlloc(TopMemoryContext, batch_capacity * sizeof(int64)));
@@ -178,9 +202,12 @@ Datum zizq_claim(PG_FUNCTION_ARGS) {
   reserve_ops(1);
   Claim c = claim_job(id);
   if (c == Claim::Busy) PG_RETURN_BOOL(false);
+  if (c == Claim::Untracked) stop_live_raises();
   if (c == Claim::Claimed) {
-    record_claim(id);
+    text *queue = PG_GETARG_TEXT_PP(2);
+    record_claim(id, queue_hash(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue)), key.priority);
     batch[batch_count++] = id;
+    raise_past_claimed(key);
   }
   PG_RETURN_BOOL(true);
 }

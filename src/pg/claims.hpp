@@ -7,9 +7,12 @@
 // claims a job before it locks it, and passes over jobs another holds: the
 // claim set is a SKIP LOCKED that costs a shared-memory probe.
 //
-// Claims are hints: a row lock still decides who takes a job. They live in
-// striped open-addressing tables (one LWLock per stripe) and are dropped
-// when their transaction ends, committed or not.
+// Claims are hints for who takes a job (a row lock still decides), but not
+// for where scans start: a scan floor may pass claimed jobs (floors.hpp,
+// live raises), so a claim released without its job taken must bring the
+// floor back down. They live in striped open-addressing tables (one LWLock
+// per stripe) and are dropped when their transaction ends, committed or
+// not.
 #pragma once
 
 #include "pg/pg.hpp"
@@ -35,9 +38,21 @@ void mark_claim_paid(int64 job_id);
 enum class ClaimState : uint8 { None, Open, Paid };
 void claim_states(const int64 *ids, int n, ClaimState *states);
 
+// Claims released without their jobs taken: those jobs are ready again,
+// perhaps below floors that scans raised past them while they were claimed
+// (floors.hpp, live raises). Unclaims them and lowers their queues' floors.
+struct ClaimedJob {
+  int64 id;
+  uint32 queue_hash;
+  int32 priority;
+};
+void release_untaken_claims(const ClaimedJob *jobs, int n);
+
 // The claims made through zizq._claim() (SQL) by this backend's current
 // dequeue attempt: those not taken are dropped after the statement.
 void begin_claim_batch();
-void drop_unused_claims(const int64 *taken, int ntaken);
+// Returns those not among `taken` (palloc'd, *n of them) and empties the
+// batch; the caller releases them (dequeue.cpp, release_dropped_claims).
+int64 *unused_claims(const int64 *taken, int ntaken, int *n);
 
 }  // namespace zizq::pg

@@ -153,7 +153,7 @@ SPIPlanPtr offered_plan = nullptr;
 #define ZIZQ_ONE_QUEUE(n) "queue >= $" #n " AND queue <= $" #n " "
 #define ZIZQ_FAST_TAKE(queue_qual, order)                                                                  \
   "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = clock_timestamp() WHERE id = ANY (ARRAY(SELECT id " \
-  "FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL " queue_qual "AND zizq._claim(id, priority) "\
+  "FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL " queue_qual "AND zizq._claim(id, priority, queue) "\
   "ORDER BY " order " LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING " ZIZQ_JOB_COLUMNS
 
 enum class FastForm { AllQueues, OneQueue, OneQueueIndex };
@@ -218,11 +218,11 @@ SPIPlanPtr free_plan(bool all) {
   if (all)
     return prepared(free_all,
                     "SELECT id, priority, queue FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL "
-                    "AND zizq._claim(id, priority) ORDER BY priority, id FOR UPDATE SKIP LOCKED",
+                    "AND zizq._claim(id, priority, queue) ORDER BY priority, id FOR UPDATE SKIP LOCKED",
                     {});
   return prepared(free_one,
                   "SELECT id, priority, queue FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL "
-                  "AND " ZIZQ_ONE_QUEUE(1) "AND zizq._claim(id, priority) ORDER BY queue, priority, id FOR UPDATE SKIP LOCKED",
+                  "AND " ZIZQ_ONE_QUEUE(1) "AND zizq._claim(id, priority, queue) ORDER BY queue, priority, id FOR UPDATE SKIP LOCKED",
                   {TEXTOID});
 }
 
@@ -248,6 +248,51 @@ SPIPlanPtr take_statement() {
                   "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = COALESCE(NULLIF(mine.paid_at, '-infinity'), "
                   "clock_timestamp()) FROM mine WHERE id = mine.job_id RETURNING " ZIZQ_JOB_COLUMNS,
                   {INT8ARRAYOID, INT8OID, INT8OID, TIMESTAMPTZARRAYOID, XIDARRAYOID});
+}
+
+SPIPlanPtr still_free_plan = nullptr;
+
+// Claims that ended without their jobs taken: rows a statement claimed and
+// did not take, candidates another worker locked first. Such a job may be
+// ready below floors that scans raised past it while it was claimed
+// (floors.hpp, live raises): the floors come down to the jobs still ready
+// and free. One a FOR UPDATE re-check found taken or moved by a commit the
+// statement's snapshot missed is not (and a commit that makes it ready
+// again lowers the floor itself): most dropped claims are of that kind in
+// a busy drain, and lowering for them would refuse every live raise in
+// progress. Run before the caller reads SPI_tuptable again.
+void release_dropped_claims(const int64 *ids, int n) {
+  ClaimedJob *jobs = static_cast<ClaimedJob *>(palloc(sizeof(ClaimedJob) * ZZ_MAX(n, 1)));
+  int64 *forgotten = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(n, 1)));
+  int k = 0;
+  for (int i = 0; i < n; ++i) {
+    if (!forget_claim(ids[i], &jobs[k])) continue;
+    forgotten[k] = jobs[k].id;
+    ++k;
+  }
+  if (k == 0) return;
+  // Unclaimed first: a scan that meets a job after its floor came down
+  // must find it free.
+  unclaim_jobs(forgotten, k);
+  Datum args[1] = {int8_array(forgotten, k)};
+  uint64 got = run_plan(prepared(still_free_plan,
+                                 "SELECT id FROM zizq._jobs WHERE id = ANY ($1) AND status = 'ready' "
+                                 "AND budget_ids IS NULL",
+                                 {INT8ARRAYOID}),
+                        args, nullptr, false);
+  uint32 *hashes = static_cast<uint32 *>(palloc(sizeof(uint32) * k));
+  core::JobKey *keys = static_cast<core::JobKey *>(palloc(sizeof(core::JobKey) * k));
+  int nready = 0;
+  for (uint64 r = 0; r < got; ++r) {
+    int64 id = column_int64(r, 1);
+    for (int i = 0; i < k; ++i) {
+      if (jobs[i].id != id) continue;
+      hashes[nready] = jobs[i].queue_hash;
+      keys[nready++] = core::JobKey{jobs[i].priority, id};
+      break;
+    }
+  }
+  lower_floors_of_hashes(hashes, keys, nready);
 }
 
 SPIPlanPtr offers_plan() {
@@ -582,16 +627,20 @@ uint64 fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, Me
   FastForm form = r.nqueues == 0 ? FastForm::AllQueues : choose_one_queue_form(r.hashes[0]);
   int64 buffers_before = buffers_read_so_far();
   begin_examined();
+  if (may_raise) begin_live_raises(r.queues[0], floor.seq);
   uint64 rows = run_plan(fast_plan(form), args, nulls, false);
+  stop_live_raises();
   if (may_raise) raise_floor_of(r.queues[0], floor.seq, examined_min());
   if (form == FastForm::OneQueue)
     note_one_queue_reads(r.hashes[0], rows, r.max_jobs, buffers_read_so_far() - buffers_before);
   int64 *taken = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(rows, 1)));
   for (uint64 i = 0; i < rows; ++i) taken[i] = column_int64(i, 1);
-  drop_unused_claims(taken, static_cast<int>(rows));
+  int nunused = 0;
+  int64 *unused = unused_claims(taken, static_cast<int>(rows), &nunused);
   reserve_ops(static_cast<int>(rows) + 1);
   note_taken(r, rows);
   emit_taken(rows, store, desc, out);
+  release_dropped_claims(unused, nunused);  // after the rows are read: it runs a query
   return rows;
 }
 
@@ -599,15 +648,19 @@ uint64 fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, Me
 // worker locked them first, or they changed since the walk read them).
 // Returns how many remain, compacted at the front of `cands`.
 int settle_taken(Cand *cands, int n, const bool *taken) {
+  int64 *lost = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(n, 1)));
+  int nlost = 0;
+  for (int i = 0; i < n; ++i)
+    if (!taken[i]) lost[nlost++] = cands[i].id;
+  // Unclaimed first: the dispatcher the refund wakes must not find the
+  // job still claimed (a claimed head holds its line back).
+  release_dropped_claims(lost, nlost);
   int kept = 0;
   for (int i = 0; i < n; ++i) {
     if (taken[i]) {
       cands[kept++] = cands[i];
       continue;
     }
-    // Unclaimed first: the dispatcher the refund wakes must not find the
-    // job still claimed (a claimed head holds its line back).
-    drop_claim_now(cands[i].id);
     for (int k = 0; k < cands[i].nbindings; ++k) refund_debit_now(cands[i].bindings[k].budget, cands[i].bindings[k].cost);
   }
   return kept;
@@ -745,17 +798,20 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
         blocked, cand,
         [&](const core::Candidate &, const core::Binding &b) { return !offer_fresh && candidate_parked_ahead(c, b); },
         [&](const core::Candidate &) { return debit_all(c, walk, &c.debited_at); });
+    ClaimedJob claimed{c.id, queue_hash(c.queue, strlen(c.queue)), c.priority};
     if (v == core::Verdict::Take) {
       taken[ntaken++] = c;
-      if (claim == Claim::Claimed) record_claim(c.id);
+      if (claim == Claim::Claimed) record_claim(claimed.id, claimed.queue_hash, claimed.priority);
     } else {
       refused[nrefused++] = c;
-      if (claim == Claim::Claimed) unclaim_jobs(&c.id, 1);
+      if (claim == Claim::Claimed) release_untaken_claims(&claimed, 1);
     }
   }
   close_free(fs);
   TakeList list = take_list(free_ids, nfree, taken, ntaken);
-  drop_unused_claims(list.ids, list.n);  // rows read ahead or refused
+  int nunused = 0;
+  int64 *unused = unused_claims(list.ids, list.n, &nunused);  // rows read ahead or refused
+  release_dropped_claims(unused, nunused);
   bool *got = static_cast<bool *>(palloc0(sizeof(bool) * (list.n + 1)));
   uint64 rows = take(r, list, got, store, desc, out);
   int debited = ntaken;

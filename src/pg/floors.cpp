@@ -13,6 +13,11 @@ core::FloorQueue queue_of(const char *queue) {
   return core::FloorQueue{MyDatabaseId, queue, queue_hash(queue, strlen(queue))};
 }
 
+// The queue whose floor this backend's running take statement raises
+// (nullptr: none), and the readying count it read before its snapshot.
+const char *live_queue = nullptr;
+uint64 live_seq = 0;
+
 bool own_insert = false;
 bool hidden = false;
 bool readied = false;
@@ -44,6 +49,13 @@ void lower_floors(const char *const *queues, const core::JobKey *keys, int n) {
   LWLockRelease(shared->floor_lock);
 }
 
+void lower_floors_of_hashes(const uint32 *hashes, const core::JobKey *keys, int n) {
+  if (n == 0) return;
+  LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
+  for (int i = 0; i < n; ++i) core::lower_floor_of_hash(*table, MyDatabaseId, hashes[i], keys[i]);
+  LWLockRelease(shared->floor_lock);
+}
+
 void clear_all_floors() {
   LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
   core::clear_floors(*table);
@@ -61,6 +73,25 @@ void forget_hidden_ready_jobs() { hidden = false; }
 void note_readied_jobs() { readied = true; }
 bool readied_jobs() { return readied; }
 void forget_readied_jobs() { readied = false; }
+
+void begin_live_raises(const char *queue, uint64 seen_seq) {
+  live_queue = queue;
+  live_seq = seen_seq;
+}
+
+void raise_past_claimed(core::JobKey key) {
+  if (live_queue == nullptr) return;
+  // A readying commit or a released claim since the statement began
+  // refuses every later raise of it: stop asking. (Read without the lock:
+  // a stale value costs a refused raise or one skipped, both safe.)
+  if (*static_cast<volatile uint64 *>(&table->seq) != live_seq) {
+    stop_live_raises();
+    return;
+  }
+  raise_floor_of(live_queue, live_seq, core::past_key(key));
+}
+
+void stop_live_raises() { live_queue = nullptr; }
 
 void begin_examined() { examined_key = core::kAboveAllKeys; }
 

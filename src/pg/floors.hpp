@@ -2,8 +2,10 @@
 // scan of ready unbudgeted jobs (the rule is in core/scan_floor.hpp).
 //
 // Lowered after every commit that made such jobs ready (enqueue, and the
-// job_update trigger for every other path), before its waiters are woken;
-// raised by the dequeue's single-statement take (dequeue.cpp).
+// job_update trigger for every other path), before its waiters are woken,
+// and when a claim ends without its job taken (claims.hpp); raised by the
+// dequeue's single-statement take (dequeue.cpp), past each job it claims
+// while it runs and to the first ready job it met when it ends.
 #pragma once
 
 #include "core/scan_floor.hpp"
@@ -19,6 +21,9 @@ core::FloorView floor_of(const char *queue);
 void raise_floor_of(const char *queue, uint64 seen_seq, core::JobKey key);
 // Applies lowerings of committed transactions (xact.cpp), under one lock.
 void lower_floors(const char *const *queues, const core::JobKey *keys, int n);
+// Claims released without their jobs taken (claims.cpp): the floors of
+// their queues, known by hash, come down to them.
+void lower_floors_of_hashes(const uint32 *hashes, const core::JobKey *keys, int n);
 // After rows were written to zizq._jobs around zizq's functions (COPY,
 // pg_restore, a plain INSERT), and when shared state is reset.
 void clear_all_floors();
@@ -42,6 +47,16 @@ void forget_hidden_ready_jobs();
 void note_readied_jobs();
 bool readied_jobs();
 void forget_readied_jobs();
+
+// Live raises: while the take statement of one queue runs, each job it
+// claims moves the queue's floor just past the job (core/scan_floor.hpp,
+// "claimed jobs count as gone"), so that dequeues starting meanwhile begin
+// after the jobs open dequeues hold instead of walking them. A claim table
+// too full to claim a row (Claim::Untracked) stops them for the statement:
+// a floor may pass only claimed rows.
+void begin_live_raises(const char *queue, uint64 seen_seq);
+void raise_past_claimed(core::JobKey key);
+void stop_live_raises();
 
 // The smallest key zizq._claim() was asked about since begin_examined():
 // the first ready job the take statement met in its snapshot, or

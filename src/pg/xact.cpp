@@ -48,7 +48,7 @@ struct Op {
   int32 budget;
   int32 value;  // cost, position or job count
   uint32 hash;
-  int64 job;    // Claim, LowerFloor
+  int64 job;    // Claim, LowerFloor (value: the job's priority; hash: its queue's)
   const char *queue;  // Notify, LowerFloor (TopTransactionContext)
   TimestampTz when;
   core::Policy policy;
@@ -69,6 +69,7 @@ void forget_all() {
   forget_hidden_ready_jobs();
   forget_readied_jobs();
   end_own_insert();
+  stop_live_raises();
   forget_commit_mode();
 }
 
@@ -81,19 +82,26 @@ Op &push(Kind kind) {
   return op;
 }
 
-// Releases the claims among ops [from, nops).
-void release_claims(int from) {
+ClaimedJob claimed_job(const Op &op) { return ClaimedJob{op.job, op.hash, op.value}; }
+
+// Releases the claims among ops [from, nops): at commit their jobs were
+// taken (the statements that claimed them dropped the others); at an abort
+// they are ready again.
+void release_claims(int from, bool taken) {
+  constexpr int kChunk = 256;
   int n = 0;
-  int64 ids[256];
+  int64 ids[kChunk];
+  ClaimedJob jobs[kChunk];
   for (int i = from; i < nops; ++i) {
     if (ops[i].kind != Kind::Claim) continue;
-    ids[n++] = ops[i].job;
-    if (n == 256) {
-      unclaim_jobs(ids, n);
+    ids[n] = ops[i].job;
+    jobs[n++] = claimed_job(ops[i]);
+    if (n == kChunk) {
+      taken ? unclaim_jobs(ids, n) : release_untaken_claims(jobs, n);
       n = 0;
     }
   }
-  unclaim_jobs(ids, n);
+  taken ? unclaim_jobs(ids, n) : release_untaken_claims(jobs, n);
 }
 
 bool is_budget_undo(Kind k) { return k == Kind::Debit || k == Kind::ParkedRaise || k == Kind::BudgetCreated; }
@@ -116,9 +124,10 @@ bool refund_locked(BudgetEntry *b, int32 cost, int64 now) {
 
 // Undoes ops [from, nops) that were applied at once; drops the rest.
 void undo_from(int from) {
+  stop_live_raises();  // an error may have left a take statement's raises on
   bool any_budget_op = false;
   for (int i = from; i < nops; ++i) any_budget_op = any_budget_op || is_budget_undo(ops[i].kind);
-  release_claims(from);
+  release_claims(from, /*taken=*/false);
   bool dirtied = false;
   // Before budgets are loaded there is nothing to undo: shared memory holds
   // no budget state, and the dispatcher's replay skips aborted changes.
@@ -367,7 +376,7 @@ void on_xact(XactEvent event, void *) {
     case XACT_EVENT_COMMIT:
     case XACT_EVENT_PARALLEL_COMMIT:
       if (nops > 0 && shared != nullptr) {
-        release_claims(0);
+        release_claims(0, /*taken=*/true);
         commit_all();
       }
       // The client hears of the commit only once it is on disk.
@@ -447,15 +456,21 @@ void record_parked_raise(int32 budget, int position) {
 
 void record_budget_created(int32 budget) { push(Kind::BudgetCreated).budget = budget; }
 
-void record_claim(int64 job_id) { push(Kind::Claim).job = job_id; }
+void record_claim(int64 job_id, uint32 queue_hash, int32 priority) {
+  Op &op = push(Kind::Claim);
+  op.job = job_id;
+  op.hash = queue_hash;
+  op.value = priority;
+}
 
-void drop_claim_now(int64 job_id) {
+bool forget_claim(int64 job_id, ClaimedJob *job) {
   for (int i = nops - 1; i >= 0; --i) {
     if (ops[i].kind != Kind::Claim || ops[i].job != job_id) continue;
     ops[i].kind = Kind::Consumed;
-    unclaim_jobs(&job_id, 1);
-    return;
+    *job = claimed_job(ops[i]);
+    return true;
   }
+  return false;
 }
 
 void record_wake_on_abort(uint32 hash, int jobs) {

@@ -20,6 +20,8 @@
 
 namespace zizq::pg {
 
+struct ClaimedJob;  // claims.hpp
+
 void register_xact_callbacks();
 
 // Ensures the next `n` record_* calls cannot fail (allocates now).
@@ -36,10 +38,14 @@ void record_budget_created(int32 budget);
 // workers that skipped them meanwhile.
 void record_wake_on_abort(uint32 queue_hash, int jobs);
 
-// Dropped when the (sub)transaction ends, committed or not.
-void record_claim(int64 job_id);
-// Releases a recorded claim now (the job went to another worker).
-void drop_claim_now(int64 job_id);
+// Dropped when the (sub)transaction ends, committed or not; one that ends
+// without its job taken (an abort) lowers the queue's floor to the job
+// (claims.hpp, release_untaken_claims).
+void record_claim(int64 job_id, uint32 queue_hash, int32 priority);
+// Forgets a recorded claim whose job was not taken (another worker got it,
+// the statement skipped it) and says which job it was, for the caller to
+// release (dequeue.cpp, release_dropped_claims). False when not recorded.
+bool forget_claim(int64 job_id, ClaimedJob *job);
 
 // Done at commit.
 void at_commit_release(int32 budget, int32 cost);

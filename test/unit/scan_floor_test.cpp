@@ -89,3 +89,31 @@ TEST(clearing_drops_every_floor_and_refuses_raises_in_progress) {
   CHECK(read_floor(*t, q).floor == kBottomKey);
   CHECK(!raise_floor(*t, q, v.seq, kAboveAllKeys));
 }
+
+TEST(a_released_claim_lowers_the_floor_of_its_queues_hash) {
+  auto t = empty_table();
+  CHECK(raise_floor(*t, q, t->seq, past_key(JobKey{32768, 60})));  // a dequeue claimed 60
+  CHECK(read_floor(*t, q).floor == (JobKey{32768, 61}));
+  FloorView v = read_floor(*t, q);
+  lower_floor_of_hash(*t, kDb, q.hash, JobKey{32768, 60});  // its rollback
+  CHECK(read_floor(*t, q).floor == (JobKey{32768, 60}));
+  CHECK(!raise_floor(*t, q, v.seq, past_key(JobKey{32768, 80})));  // a scan that passed 60 as claimed
+}
+
+TEST(a_released_claim_lowers_a_queue_sharing_the_hash_but_not_another_database) {
+  auto t = empty_table();
+  CHECK(raise_floor(*t, q, t->seq, JobKey{32768, 50}));
+  lower_floor_of_hash(*t, kDb + 1, q.hash, JobKey{32768, 10});
+  CHECK(read_floor(*t, q).floor == (JobKey{32768, 50}));
+  lower_floor_of_hash(*t, kDb, q.hash, JobKey{32768, 10});
+  CHECK(read_floor(*t, q).floor == (JobKey{32768, 10}));
+  lower_floor_of_hash(*t, kDb, r.hash, JobKey{1, 1});  // r has q's slot, not its hash
+  CHECK(read_floor(*t, q).floor == (JobKey{32768, 10}));
+}
+
+TEST(past_key_is_the_next_key_in_dispatch_order) {
+  CHECK(past_key(JobKey{32768, 7}) == (JobKey{32768, 8}));
+  CHECK((JobKey{32768, 7} < past_key(JobKey{32768, 7})));
+  CHECK(past_key(JobKey{3, INT64_MAX}) == (JobKey{4, INT64_MIN}));
+  CHECK(past_key(JobKey{INT32_MAX, INT64_MAX}) == kAboveAllKeys);
+}

@@ -196,7 +196,7 @@ SELECT id = :fl_id AS found_after_rollback FROM zizq.dequeue(ARRAY['fl']);
 -- isolation spec dequeue_race.)
 SELECT id AS fl2_id FROM zizq.enqueue('fl', 't') \gset
 BEGIN;
-SELECT zizq._claim(:fl2_id, 0) AS first, zizq._claim(:fl2_id, 0) AS again;
+SELECT zizq._claim(:fl2_id, 0, 'fl') AS first, zizq._claim(:fl2_id, 0, 'fl') AS again;
 ROLLBACK;
 -- Rows written around zizq's functions (here a plain INSERT, as COPY or
 -- pg_restore would) drop every floor when they commit: the dequeue below
