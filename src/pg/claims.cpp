@@ -191,6 +191,7 @@ Datum zizq_claim(PG_FUNCTION_ARGS) {
   int64 id = PG_GETARG_INT64(0);
   zizq::core::JobKey key{PG_GETARG_INT32(1), id};
   note_examined(key);
+  note_met_by_take(key);
   if (batch == nullptr) {
     batch_capacity = 256;
     batch = static_cast<int64 *>(MemoryContextAlloc(TopMemoryContext, batch_capacity * sizeof(int64)));

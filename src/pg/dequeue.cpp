@@ -260,38 +260,37 @@ SPIPlanPtr still_free_plan = nullptr;
 // statement's snapshot missed is not (and a commit that makes it ready
 // again lowers the floor itself): most dropped claims are of that kind in
 // a busy drain, and lowering for them would refuse every live raise in
-// progress. Run before the caller reads SPI_tuptable again.
+// progress. It runs a query: SPI_tuptable is not the caller's afterwards.
 void release_dropped_claims(const int64 *ids, int n) {
-  ClaimedJob *jobs = static_cast<ClaimedJob *>(palloc(sizeof(ClaimedJob) * ZZ_MAX(n, 1)));
-  int64 *forgotten = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(n, 1)));
-  int k = 0;
-  for (int i = 0; i < n; ++i) {
-    if (!forget_claim(ids[i], &jobs[k])) continue;
-    forgotten[k] = jobs[k].id;
-    ++k;
-  }
-  if (k == 0) return;
-  // Unclaimed first: a scan that meets a job after its floor came down
-  // must find it free.
-  unclaim_jobs(forgotten, k);
-  Datum args[1] = {int8_array(forgotten, k)};
+  if (n == 0) return;
+  // Asked while the jobs are still claimed and their claims recorded: an
+  // error here leaves the abort to release them, lowering for each.
+  Datum args[1] = {int8_array(ids, n)};
   uint64 got = run_plan(prepared(still_free_plan,
                                  "SELECT id FROM zizq._jobs WHERE id = ANY ($1) AND status = 'ready' "
                                  "AND budget_ids IS NULL",
                                  {INT8ARRAYOID}),
                         args, nullptr, false);
-  uint32 *hashes = static_cast<uint32 *>(palloc(sizeof(uint32) * k));
-  core::JobKey *keys = static_cast<core::JobKey *>(palloc(sizeof(core::JobKey) * k));
-  int nready = 0;
+  bool *ready = static_cast<bool *>(palloc0(sizeof(bool) * n));
   for (uint64 r = 0; r < got; ++r) {
     int64 id = column_int64(r, 1);
-    for (int i = 0; i < k; ++i) {
-      if (jobs[i].id != id) continue;
-      hashes[nready] = jobs[i].queue_hash;
-      keys[nready++] = core::JobKey{jobs[i].priority, id};
-      break;
-    }
+    for (int i = 0; i < n; ++i) ready[i] = ready[i] || ids[i] == id;
   }
+  int64 *forgotten = static_cast<int64 *>(palloc(sizeof(int64) * n));
+  uint32 *hashes = static_cast<uint32 *>(palloc(sizeof(uint32) * n));
+  core::JobKey *keys = static_cast<core::JobKey *>(palloc(sizeof(core::JobKey) * n));
+  int k = 0, nready = 0;
+  for (int i = 0; i < n; ++i) {
+    ClaimedJob job;
+    if (!forget_claim(ids[i], &job)) continue;
+    forgotten[k++] = job.id;
+    if (!ready[i]) continue;
+    hashes[nready] = job.queue_hash;
+    keys[nready++] = core::JobKey{job.priority, job.id};
+  }
+  // Unclaimed first: a scan that meets a job after its floor came down
+  // must find it free.
+  unclaim_jobs(forgotten, k);
   lower_floors_of_hashes(hashes, keys, nready);
 }
 
@@ -627,7 +626,7 @@ uint64 fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, Me
   FastForm form = r.nqueues == 0 ? FastForm::AllQueues : choose_one_queue_form(r.hashes[0]);
   int64 buffers_before = buffers_read_so_far();
   begin_examined();
-  if (may_raise) begin_live_raises(r.queues[0], floor.seq);
+  if (may_raise) begin_live_raises(r.queues[0], floor);
   uint64 rows = run_plan(fast_plan(form), args, nulls, false);
   stop_live_raises();
   if (may_raise) raise_floor_of(r.queues[0], floor.seq, examined_min());

@@ -13,10 +13,26 @@ core::FloorQueue queue_of(const char *queue) {
   return core::FloorQueue{MyDatabaseId, queue, queue_hash(queue, strlen(queue))};
 }
 
-// The queue whose floor this backend's running take statement raises
-// (nullptr: none), and the readying count it read before its snapshot.
-const char *live_queue = nullptr;
-uint64 live_seq = 0;
+// The live raises of this backend's running take statement.
+struct LiveRaises {
+  bool on;                                // raising now
+  bool raised;                            // the statement has moved the floor
+  char queue[core::kMaxNameBytes + 1];    // a copy: no pointer outlives the statement
+  uint64 seq;                             // the readying count read before its snapshot
+  core::JobKey start;                     // the floor it started from
+  core::JobKey last;                      // the last key it met, for the order check
+};
+LiveRaises live{};
+
+// Gives the floor back to where the statement found it (and refuses the
+// raises of others in progress): its raises may have passed ready jobs.
+void undo_live_raises() {
+  bool raised = live.raised;
+  live.on = live.raised = false;
+  if (!raised) return;
+  const char *queue = live.queue;
+  lower_floors(&queue, &live.start, 1);
+}
 
 bool own_insert = false;
 bool hidden = false;
@@ -74,24 +90,47 @@ void note_readied_jobs() { readied = true; }
 bool readied_jobs() { return readied; }
 void forget_readied_jobs() { readied = false; }
 
-void begin_live_raises(const char *queue, uint64 seen_seq) {
-  live_queue = queue;
-  live_seq = seen_seq;
+void begin_live_raises(const char *queue, core::FloorView from) {
+  size_t len = strlen(queue);
+  live.on = len <= core::kMaxNameBytes;
+  live.raised = false;
+  if (!live.on) return;
+  memcpy(live.queue, queue, len + 1);
+  live.seq = from.seq;
+  live.start = from.floor;
+  live.last = core::kBottomKey;
+}
+
+void note_met_by_take(core::JobKey key) {
+  if (!live.on) return;
+  // A plan that does not read the index in dispatch order (a sort over a
+  // sequential scan, on a nearly empty table) meets a key below one it
+  // raised past: those raises did not pass only claimed jobs.
+  if (key < live.last) {
+    undo_live_raises();
+    return;
+  }
+  live.last = key;
 }
 
 void raise_past_claimed(core::JobKey key) {
-  if (live_queue == nullptr) return;
+  if (!live.on) return;
   // A readying commit or a released claim since the statement began
   // refuses every later raise of it: stop asking. (Read without the lock:
   // a stale value costs a refused raise or one skipped, both safe.)
-  if (*static_cast<volatile uint64 *>(&table->seq) != live_seq) {
-    stop_live_raises();
+  if (*static_cast<volatile uint64 *>(&table->seq) != live.seq) {
+    live.on = false;
     return;
   }
-  raise_floor_of(live_queue, live_seq, core::past_key(key));
+  raise_floor_of(live.queue, live.seq, core::past_key(key));
+  live.raised = true;
 }
 
-void stop_live_raises() { live_queue = nullptr; }
+void stop_live_raises() { live.on = false; }
+
+void abort_live_raises() {
+  if (live.on) undo_live_raises();
+}
 
 void begin_examined() { examined_key = core::kAboveAllKeys; }
 

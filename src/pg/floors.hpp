@@ -51,12 +51,16 @@ void forget_readied_jobs();
 // Live raises: while the take statement of one queue runs, each job it
 // claims moves the queue's floor just past the job (core/scan_floor.hpp,
 // "claimed jobs count as gone"), so that dequeues starting meanwhile begin
-// after the jobs open dequeues hold instead of walking them. A claim table
-// too full to claim a row (Claim::Untracked) stops them for the statement:
-// a floor may pass only claimed rows.
-void begin_live_raises(const char *queue, uint64 seen_seq);
+// after the jobs open dequeues hold instead of walking them. A floor may
+// pass only claimed jobs: a claim table too full to claim a row
+// (Claim::Untracked) stops the raises; a key met out of dispatch order, or
+// an error in the statement, also gives the floor back to where the
+// statement found it.
+void begin_live_raises(const char *queue, core::FloorView from);
+void note_met_by_take(core::JobKey key);  // every key zizq._claim() meets
 void raise_past_claimed(core::JobKey key);
-void stop_live_raises();
+void stop_live_raises();   // the statement ended
+void abort_live_raises();  // the (sub)transaction aborts
 
 // The smallest key zizq._claim() was asked about since begin_examined():
 // the first ready job the take statement met in its snapshot, or

@@ -124,7 +124,6 @@ bool refund_locked(BudgetEntry *b, int32 cost, int64 now) {
 
 // Undoes ops [from, nops) that were applied at once; drops the rest.
 void undo_from(int from) {
-  stop_live_raises();  // an error may have left a take statement's raises on
   bool any_budget_op = false;
   for (int i = from; i < nops; ++i) any_budget_op = any_budget_op || is_budget_undo(ops[i].kind);
   release_claims(from, /*taken=*/false);
@@ -385,6 +384,7 @@ void on_xact(XactEvent event, void *) {
       break;
     case XACT_EVENT_ABORT:
     case XACT_EVENT_PARALLEL_ABORT:
+      if (shared != nullptr) abort_live_raises();
       if (nops > 0 && shared != nullptr) undo_from(0);
       forget_all();
       break;
@@ -397,6 +397,8 @@ void on_xact(XactEvent event, void *) {
 }
 
 void on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *) {
+  // A take statement that failed, claims made or not.
+  if (event == SUBXACT_EVENT_ABORT_SUB && shared != nullptr) abort_live_raises();
   if (nops == 0) return;
   int level = GetCurrentTransactionNestLevel();
   if (event == SUBXACT_EVENT_ABORT_SUB) {
