@@ -203,7 +203,7 @@ Datum zizq_claim(PG_FUNCTION_ARGS) {
   reserve_ops(1);
   Claim c = claim_job(id);
   if (c == Claim::Busy) PG_RETURN_BOOL(false);
-  if (c == Claim::Untracked) stop_live_raises();
+  if (c == Claim::Untracked) stop_raising();
   if (c == Claim::Claimed) {
     text *queue = PG_GETARG_TEXT_PP(2);
     record_claim(id, queue_hash(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue)), key.priority);

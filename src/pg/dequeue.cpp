@@ -628,7 +628,7 @@ uint64 fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, Me
   begin_examined();
   if (may_raise) begin_live_raises(r.queues[0], floor);
   uint64 rows = run_plan(fast_plan(form), args, nulls, false);
-  stop_live_raises();
+  end_live_raises();
   if (may_raise) raise_floor_of(r.queues[0], floor.seq, examined_min());
   if (form == FastForm::OneQueue)
     note_one_queue_reads(r.hashes[0], rows, r.max_jobs, buffers_read_so_far() - buffers_before);

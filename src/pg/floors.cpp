@@ -15,8 +15,9 @@ core::FloorQueue queue_of(const char *queue) {
 
 // The live raises of this backend's running take statement.
 struct LiveRaises {
-  bool on;                                // raising now
-  bool raised;                            // the statement has moved the floor
+  bool active;                            // a take statement with live raises is running
+  bool raising;                           // it may still raise
+  bool raised;                            // it has moved the floor
   char queue[core::kMaxNameBytes + 1];    // a copy: no pointer outlives the statement
   uint64 seq;                             // the readying count read before its snapshot
   core::JobKey start;                     // the floor it started from
@@ -28,7 +29,7 @@ LiveRaises live{};
 // raises of others in progress): its raises may have passed ready jobs.
 void undo_live_raises() {
   bool raised = live.raised;
-  live.on = live.raised = false;
+  live.active = live.raising = live.raised = false;
   if (!raised) return;
   const char *queue = live.queue;
   lower_floors(&queue, &live.start, 1);
@@ -92,9 +93,9 @@ void forget_readied_jobs() { readied = false; }
 
 void begin_live_raises(const char *queue, core::FloorView from) {
   size_t len = strlen(queue);
-  live.on = len <= core::kMaxNameBytes;
+  live.active = live.raising = len <= core::kMaxNameBytes;
   live.raised = false;
-  if (!live.on) return;
+  if (!live.active) return;
   memcpy(live.queue, queue, len + 1);
   live.seq = from.seq;
   live.start = from.floor;
@@ -102,10 +103,11 @@ void begin_live_raises(const char *queue, core::FloorView from) {
 }
 
 void note_met_by_take(core::JobKey key) {
-  if (!live.on) return;
+  if (!live.active) return;
   // A plan that does not read the index in dispatch order (a sort over a
   // sequential scan, on a nearly empty table) meets a key below one it
-  // raised past: those raises did not pass only claimed jobs.
+  // raised past: those raises did not pass only claimed jobs. (Watched to
+  // the statement's end, also once it has stopped raising.)
   if (key < live.last) {
     undo_live_raises();
     return;
@@ -114,22 +116,24 @@ void note_met_by_take(core::JobKey key) {
 }
 
 void raise_past_claimed(core::JobKey key) {
-  if (!live.on) return;
+  if (!live.raising) return;
   // A readying commit or a released claim since the statement began
   // refuses every later raise of it: stop asking. (Read without the lock:
   // a stale value costs a refused raise or one skipped, both safe.)
   if (*static_cast<volatile uint64 *>(&table->seq) != live.seq) {
-    live.on = false;
+    live.raising = false;
     return;
   }
   raise_floor_of(live.queue, live.seq, core::past_key(key));
   live.raised = true;
 }
 
-void stop_live_raises() { live.on = false; }
+void stop_raising() { live.raising = false; }
+
+void end_live_raises() { live.active = live.raising = live.raised = false; }
 
 void abort_live_raises() {
-  if (live.on) undo_live_raises();
+  if (live.active) undo_live_raises();
 }
 
 void begin_examined() { examined_key = core::kAboveAllKeys; }

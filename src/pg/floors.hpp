@@ -59,7 +59,8 @@ void forget_readied_jobs();
 void begin_live_raises(const char *queue, core::FloorView from);
 void note_met_by_take(core::JobKey key);  // every key zizq._claim() meets
 void raise_past_claimed(core::JobKey key);
-void stop_live_raises();   // the statement ended
+void stop_raising();       // a row could not be claimed
+void end_live_raises();    // the statement ended
 void abort_live_raises();  // the (sub)transaction aborts
 
 // The smallest key zizq._claim() was asked about since begin_examined():

@@ -69,7 +69,7 @@ void forget_all() {
   forget_hidden_ready_jobs();
   forget_readied_jobs();
   end_own_insert();
-  stop_live_raises();
+  end_live_raises();
   forget_commit_mode();
 }
 
