@@ -99,7 +99,7 @@ void unclaim_jobs(const int64 *job_ids, int n) {
   }
 }
 
-void release_untaken_claims(const ClaimedJob *jobs, int n) {
+void release_claimed_jobs(const ClaimedJob *jobs, int n, bool taken) {
   constexpr int kChunk = 256;
   int64 ids[kChunk];
   uint32 hashes[kChunk];
@@ -114,7 +114,7 @@ void release_untaken_claims(const ClaimedJob *jobs, int n) {
     // Unclaimed first: a scan that meets the job after the floor came down
     // must find it free.
     unclaim_jobs(ids, k);
-    lower_floors_of_hashes(hashes, keys, k);
+    if (!taken) lower_floors_of_hashes(hashes, keys, k);
   }
 }
 
@@ -183,9 +183,9 @@ Datum zizq_unclaimed(PG_FUNCTION_ARGS) {
 // scan reached: the smallest of their keys is how far a scan floor may
 // rise at the statement's end, and each job claimed raises it at once
 // (floors.hpp, live raises). Claims the attempt does not take are released
-// at its end (dequeue.cpp, release_dropped_claims). A claim this backend holds already
-// answers true: a FOR UPDATE re-check (EvalPlanQual) of a row updated
-// since the snapshot evaluates the filter a second time.
+// at its end (dequeue.cpp, release_dropped_claims). A claim this backend
+// holds already answers true: a FOR UPDATE re-check (EvalPlanQual) of a
+// row updated since the snapshot evaluates the filter a second time.
 PG_FUNCTION_INFO_V1(zizq_claim);
 Datum zizq_claim(PG_FUNCTION_ARGS) {
   int64 id = PG_GETARG_INT64(0);

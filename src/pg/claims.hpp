@@ -38,15 +38,15 @@ void mark_claim_paid(int64 job_id);
 enum class ClaimState : uint8 { None, Open, Paid };
 void claim_states(const int64 *ids, int n, ClaimState *states);
 
-// Claims released without their jobs taken: those jobs are ready again,
-// perhaps below floors that scans raised past them while they were claimed
-// (floors.hpp, live raises). Unclaims them and lowers their queues' floors.
+// Releases claims. Jobs not taken are ready again, perhaps below floors
+// that scans raised past them while they were claimed (floors.hpp, live
+// raises): their queues' floors come down to them.
 struct ClaimedJob {
   int64 id;
   uint32 queue_hash;
   int32 priority;
 };
-void release_untaken_claims(const ClaimedJob *jobs, int n);
+void release_claimed_jobs(const ClaimedJob *jobs, int n, bool taken);
 
 // The claims made through zizq._claim() (SQL) by this backend's current
 // dequeue attempt: those not taken are dropped after the statement.

@@ -803,7 +803,7 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
       if (claim == Claim::Claimed) record_claim(claimed.id, claimed.queue_hash, claimed.priority);
     } else {
       refused[nrefused++] = c;
-      if (claim == Claim::Claimed) release_untaken_claims(&claimed, 1);
+      if (claim == Claim::Claimed) release_claimed_jobs(&claimed, 1, /*taken=*/false);
     }
   }
   close_free(fs);

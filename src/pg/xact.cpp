@@ -90,18 +90,16 @@ ClaimedJob claimed_job(const Op &op) { return ClaimedJob{op.job, op.hash, op.val
 void release_claims(int from, bool taken) {
   constexpr int kChunk = 256;
   int n = 0;
-  int64 ids[kChunk];
   ClaimedJob jobs[kChunk];
   for (int i = from; i < nops; ++i) {
     if (ops[i].kind != Kind::Claim) continue;
-    ids[n] = ops[i].job;
     jobs[n++] = claimed_job(ops[i]);
     if (n == kChunk) {
-      taken ? unclaim_jobs(ids, n) : release_untaken_claims(jobs, n);
+      release_claimed_jobs(jobs, n, taken);
       n = 0;
     }
   }
-  taken ? unclaim_jobs(ids, n) : release_untaken_claims(jobs, n);
+  release_claimed_jobs(jobs, n, taken);
 }
 
 bool is_budget_undo(Kind k) { return k == Kind::Debit || k == Kind::ParkedRaise || k == Kind::BudgetCreated; }

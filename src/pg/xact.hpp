@@ -40,7 +40,7 @@ void record_wake_on_abort(uint32 queue_hash, int jobs);
 
 // Dropped when the (sub)transaction ends, committed or not; one that ends
 // without its job taken (an abort) lowers the queue's floor to the job
-// (claims.hpp, release_untaken_claims).
+// (claims.hpp, release_claimed_jobs).
 void record_claim(int64 job_id, uint32 queue_hash, int32 priority);
 // Forgets a recorded claim whose job was not taken (another worker got it,
 // the statement skipped it) and says which job it was, for the caller to
