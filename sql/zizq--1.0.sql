@@ -309,7 +309,7 @@ CREATE FUNCTION zizq._wake_dispatcher_at(at timestamptz) RETURNS void
 -- row another filter rejects would hide it from other workers meanwhile).
 CREATE FUNCTION zizq._claim(id bigint, priority integer, queue text) RETURNS boolean
   LANGUAGE c VOLATILE STRICT COST 100 AS 'MODULE_PATHNAME', 'zizq_claim';
-CREATE FUNCTION zizq._unclaimed(id bigint) RETURNS boolean
+CREATE FUNCTION zizq._unclaimed(id bigint, priority integer) RETURNS boolean
   LANGUAGE c VOLATILE STRICT COST 100 AS 'MODULE_PATHNAME', 'zizq_unclaimed';
 CREATE FUNCTION zizq._offered(id bigint) RETURNS boolean
   LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'zizq_offered';

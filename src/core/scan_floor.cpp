@@ -11,26 +11,31 @@ namespace {
 const FloorSlot &slot_for(const FloorTable &t, uint32_t hash) { return t.slots[hash % kFloorSlots]; }
 FloorSlot &slot_for(FloorTable &t, uint32_t hash) { return t.slots[hash % kFloorSlots]; }
 
+JobKey floor_in(const FloorSlot &s, FloorKind kind) { return s.floors[static_cast<int>(kind)]; }
+JobKey &floor_in(FloorSlot &s, FloorKind kind) { return s.floors[static_cast<int>(kind)]; }
+
 bool holds(const FloorSlot &s, const FloorQueue &q) {
   return s.used && s.database == q.database && s.hash == q.hash && std::string_view(s.queue) == q.name;
 }
 
 }  // namespace
 
-FloorView read_floor(const FloorTable &t, const FloorQueue &q) {
+FloorView read_floor(const FloorTable &t, const FloorQueue &q, FloorKind kind) {
   const FloorSlot &s = slot_for(t, q.hash);
-  return FloorView{holds(s, q) ? s.floor : kBottomKey, t.seq};
+  return FloorView{holds(s, q) ? floor_in(s, kind) : kBottomKey, t.seq};
 }
 
-void lower_floor(FloorTable &t, const FloorQueue &q, JobKey key) {
+void lower_floor(FloorTable &t, const FloorQueue &q, FloorKind kind, JobKey key) {
   FloorSlot &s = slot_for(t, q.hash);
-  if (holds(s, q) && key < s.floor) s.floor = key;
+  if (holds(s, q) && key < floor_in(s, kind)) floor_in(s, kind) = key;
   t.seq++;  // even when nothing moved: a dequeue scanning now may not see the job
 }
 
 void lower_floor_of_hash(FloorTable &t, uint32_t database, uint32_t hash, JobKey key) {
   FloorSlot &s = slot_for(t, hash);
-  if (s.used && s.database == database && s.hash == hash && key < s.floor) s.floor = key;
+  if (s.used && s.database == database && s.hash == hash)
+    for (JobKey &floor : s.floors)
+      if (key < floor) floor = key;
   t.seq++;  // a dequeue may be scanning past the job as claimed right now
 }
 
@@ -44,18 +49,19 @@ void clear_floors(FloorTable &t) {
   t.seq++;
 }
 
-bool raise_floor(FloorTable &t, const FloorQueue &q, uint64_t seen_seq, JobKey key) {
+bool raise_floor(FloorTable &t, const FloorQueue &q, FloorKind kind, uint64_t seen_seq, JobKey key) {
   if (t.seq != seen_seq || q.name.size() > kMaxNameBytes) return false;
   FloorSlot &s = slot_for(t, q.hash);
   if (holds(s, q)) {
-    if (!(s.floor < key)) return false;
-    s.floor = key;
+    if (!(floor_in(s, kind) < key)) return false;
+    floor_in(s, kind) = key;
     return true;
   }
   s.used = true;
   s.database = q.database;
   s.hash = q.hash;
-  s.floor = key;
+  for (JobKey &floor : s.floors) floor = kBottomKey;  // the other kind: no floor yet
+  floor_in(s, kind) = key;
   std::memcpy(s.queue, q.name.data(), q.name.size());
   s.queue[q.name.size()] = '\0';
   return true;

@@ -1,5 +1,6 @@
-// zizq core: scan floors, where a dequeue of one queue starts its scan of
-// the ready unbudgeted jobs.
+// zizq core: scan floors, where a dequeue of one queue starts its scans of
+// the ready jobs: one floor for the unbudgeted jobs (the take statement's
+// scan) and one for the budgeted jobs not parked (the budgeted read).
 //
 // Why: a dequeue scans the index of ready jobs in (priority, id) order, and
 // the entries of jobs taken a moment ago are still there: the btree marks an
@@ -29,6 +30,13 @@
 //     claimed, by it or by another open dequeue; a claim released without
 //     its job taken (a rollback, a row the statement skipped) lowers the
 //     floor again (lower_floor_of_hash), as a readying commit does.
+// The budgeted floor follows the same rule. Its read notes the keys it
+// meets (zizq._unclaimed) and raises the floor to the first; the admission
+// walk then goes through the read rows in order and, at its end, raises
+// the floor past the last of them if every one it passed was claimed
+// (taken by it, or held by another open dequeue). Parked jobs are in
+// neither set: the dispatcher offers them; unparking one is a readying
+// change.
 // A queue without a slot has no floor (scans start at the bottom), so
 // evicting a slot, or clearing them all, is always safe. Slots belong to a
 // database: queues of the same name in two databases are two queues.
@@ -59,11 +67,15 @@ inline constexpr JobKey kAboveAllKeys{INT32_MAX, INT64_MAX};  // the queue holds
 
 inline constexpr int kFloorSlots = 128;
 
+// Which of a queue's ready jobs a floor is for.
+enum class FloorKind : uint8_t { Free, Budgeted };
+inline constexpr int kFloorKinds = 2;
+
 struct FloorSlot {
   bool used;
   uint32_t database;
   uint32_t hash;
-  JobKey floor;
+  JobKey floors[kFloorKinds];  // by FloorKind
   char queue[kMaxNameBytes + 1];
 };
 
@@ -85,19 +97,21 @@ struct FloorQueue {
   uint32_t hash;
 };
 
-FloorView read_floor(const FloorTable &t, const FloorQueue &q);
+FloorView read_floor(const FloorTable &t, const FloorQueue &q, FloorKind kind);
 // A commit made a job of `q` with `key` ready.
-void lower_floor(FloorTable &t, const FloorQueue &q, JobKey key);
+void lower_floor(FloorTable &t, const FloorQueue &q, FloorKind kind, JobKey key);
 // Jobs may have become ready without their keys being known (rows written
 // around zizq's functions): every floor goes.
 void clear_floors(FloorTable &t);
 // A claim on the job with `key` of the queue whose name hashes to `hash`
-// was released without the job being taken. Only the hash is kept with a
-// claim: a queue sharing it is lowered too, which is safe.
+// was released without the job being taken: both floors of its queue come
+// down (a claim does not record whether the job is budgeted). Only the
+// hash is kept with a claim: a queue sharing it is lowered too, which is
+// safe.
 void lower_floor_of_hash(FloorTable &t, uint32_t database, uint32_t hash, JobKey key);
-// A dequeue that read `seen_seq` found no job ready below `key`; returns
-// whether the floor moved.
-bool raise_floor(FloorTable &t, const FloorQueue &q, uint64_t seen_seq, JobKey key);
+// A dequeue that read `seen_seq` found no job of the kind ready below
+// `key`; returns whether the floor moved.
+bool raise_floor(FloorTable &t, const FloorQueue &q, FloorKind kind, uint64_t seen_seq, JobKey key);
 // The smallest key after `key`: where a scan that claimed `key` may start.
 JobKey past_key(JobKey key);
 

@@ -165,12 +165,16 @@ using namespace zizq::pg;
 
 extern "C" {
 
-// zizq._unclaimed(id): whether no open dequeue has claimed the job. The
-// budgeted read skips those in SQL; it claims only the candidates its walk
-// considers, so that a row it reads ahead stays free for other workers.
+// zizq._unclaimed(id, priority): whether no open dequeue has claimed the
+// job. The budgeted read skips those in SQL; it claims only the candidates
+// its walk considers, so that a row it reads ahead stays free for other
+// workers. The last filter of the read, so it sees every job ready in the
+// statement's snapshot that the scan reached, claimed or not: the smallest
+// of their keys is how far the queue's budgeted floor may rise.
 PG_FUNCTION_INFO_V1(zizq_unclaimed);
 Datum zizq_unclaimed(PG_FUNCTION_ARGS) {
   int64 id = PG_GETARG_INT64(0);
+  note_examined(zizq::core::JobKey{PG_GETARG_INT32(1), id});
   bool claimed = false;
   zizq::pg::claimed_jobs(&id, 1, &claimed);
   PG_RETURN_BOOL(!claimed);

@@ -230,13 +230,13 @@ SPIPlanPtr budgeted_plan(bool all) {
   if (all)
     return prepared(budgeted_all,
                     "SELECT id, priority, queue, budget_ids, budget_costs, xmin FROM zizq._jobs WHERE status = 'ready' "
-                    "AND budget_ids IS NOT NULL AND NOT parked AND (priority, id) > ($1, $2) AND zizq._unclaimed(id) "
-                    "ORDER BY priority, id LIMIT $3",
+                    "AND budget_ids IS NOT NULL AND NOT parked AND (priority, id) >= ($1, $2) "
+                    "AND zizq._unclaimed(id, priority) ORDER BY priority, id LIMIT $3",
                     {INT4OID, INT8OID, INT4OID});
   return prepared(budgeted_one,
                   "SELECT id, priority, queue, budget_ids, budget_costs, xmin FROM zizq._jobs WHERE status = 'ready' "
-                  "AND budget_ids IS NOT NULL AND NOT parked AND queue = $4 AND (queue, priority, id) > ($4, $1, $2) "
-                  "AND zizq._unclaimed(id) ORDER BY queue, priority, id LIMIT $3",
+                  "AND budget_ids IS NOT NULL AND NOT parked AND queue = $4 AND (queue, priority, id) >= ($4, $1, $2) "
+                  "AND zizq._unclaimed(id, priority) ORDER BY queue, priority, id LIMIT $3",
                   {INT4OID, INT8OID, INT4OID, TEXTOID});
 }
 
@@ -256,11 +256,12 @@ SPIPlanPtr still_free_plan = nullptr;
 // did not take, candidates another worker locked first. Such a job may be
 // ready below floors that scans raised past it while it was claimed
 // (floors.hpp, live raises): the floors come down to the jobs still ready
-// and free. One a FOR UPDATE re-check found taken or moved by a commit the
-// statement's snapshot missed is not (and a commit that makes it ready
-// again lowers the floor itself): most dropped claims are of that kind in
-// a busy drain, and lowering for them would refuse every live raise in
-// progress. It runs a query: SPI_tuptable is not the caller's afterwards.
+// and not parked. One a FOR UPDATE re-check found taken or moved by a
+// commit the statement's snapshot missed is not (and a commit that makes
+// it ready again lowers the floor itself): most dropped claims are of that
+// kind in a busy drain, and lowering for them would refuse every live
+// raise in progress. It runs a query: SPI_tuptable is not the caller's
+// afterwards.
 void release_dropped_claims(const int64 *ids, int n) {
   if (n == 0) return;
   // Asked while the jobs are still claimed and their claims recorded: an
@@ -268,7 +269,7 @@ void release_dropped_claims(const int64 *ids, int n) {
   Datum args[1] = {int8_array(ids, n)};
   uint64 got = run_plan(prepared(still_free_plan,
                                  "SELECT id FROM zizq._jobs WHERE id = ANY ($1) AND status = 'ready' "
-                                 "AND budget_ids IS NULL",
+                                 "AND NOT parked",
                                  {INT8ARRAYOID}),
                         args, nullptr, false);
   bool *ready = static_cast<bool *>(palloc0(sizeof(bool) * n));
@@ -367,8 +368,10 @@ void close_free(FreeStreams &fs) {
 
 struct BudgetedStream {
   Stream s;
-  int32 after_priority;
-  int64 after_id;
+  core::JobKey from;    // where the next page starts
+  bool raising;         // may still raise the queue's budgeted floor
+  uint64 seq;           // floors_seq() read before the first page
+  core::JobKey passed;  // past the rows the walk went through, all claimed
 };
 
 void refill_budgeted(const Request &r, BudgetedStream &b, int page) {
@@ -376,7 +379,7 @@ void refill_budgeted(const Request &r, BudgetedStream &b, int page) {
   Cand *rows = static_cast<Cand *>(palloc0(sizeof(Cand) * page * n));
   int count = 0;
   for (int q = 0; q < n; ++q) {
-    Datum args[4] = {Int32GetDatum(b.after_priority), Int64GetDatum(b.after_id), Int32GetDatum(page),
+    Datum args[4] = {Int32GetDatum(b.from.priority), Int64GetDatum(b.from.id), Int32GetDatum(page),
                      r.nqueues == 0 ? 0 : CStringGetTextDatum(r.queues[q])};
     uint64 got = run_plan(budgeted_plan(r.nqueues == 0), args, nullptr, false);
     for (uint64 i = 0; i < got; ++i) {
@@ -398,10 +401,43 @@ void refill_budgeted(const Request &r, BudgetedStream &b, int page) {
   b.s.count = count;
   b.s.pos = 0;
   b.s.exhausted = count < page;
-  if (count > 0) {
-    b.after_priority = rows[count - 1].priority;
-    b.after_id = rows[count - 1].id;
-  }
+  if (count > 0) b.from = core::past_key(core::JobKey{rows[count - 1].priority, rows[count - 1].id});
+}
+
+// The budgeted stream of a dequeue of one queue starts at the queue's
+// budgeted floor, and its first page raises the floor to the first ready
+// job the read met, claimed or not (zizq._unclaimed notes them): the jobs
+// below are taken for good. The same rule as fast_attempt's; the walk may
+// then raise it past the jobs it claims (raise_past_walk). Several queues,
+// or every queue, are read from the bottom.
+BudgetedStream open_budgeted(const Request &r, int page) {
+  bool one = r.nqueues == 1;
+  core::FloorView floor = one ? floor_of(r.queues[0], core::FloorKind::Budgeted) : core::FloorView{core::kBottomKey, 0};
+  if (readied_jobs()) floor.floor = core::kBottomKey;
+  bool may_raise = one && !IsolationUsesXactSnapshot() && !hid_ready_jobs(core::FloorKind::Budgeted);
+  BudgetedStream b{{nullptr, 0, 0, true}, floor.floor, may_raise, floor.seq, core::kBottomKey};
+  begin_examined();
+  refill_budgeted(r, b, page);
+  if (may_raise) raise_floor_of(r.queues[0], core::FloorKind::Budgeted, floor.seq, examined_min());
+  return b;
+}
+
+// The walk went through a row of the budgeted stream. Every ready job below
+// the stream's next row is taken for good or claimed: the rows the walk
+// passed (claimed by it and admitted, or held by another open dequeue, whose
+// release would lower the floor) and those the read skipped as claimed. A
+// row it could not claim, or refused (its release lowers the floor), ends
+// the run.
+void pass_budgeted(BudgetedStream &b, const Cand &c, bool claimed) {
+  if (!claimed) b.raising = false;
+  if (b.raising) b.passed = core::past_key(core::JobKey{c.priority, c.id});
+}
+
+// Claimed jobs count as gone (core/scan_floor.hpp): dequeues that start
+// while this one takes its jobs begin after them.
+void raise_past_walk(const Request &r, const BudgetedStream &b) {
+  if (b.raising && core::kBottomKey < b.passed && floors_seq() == b.seq)
+    raise_floor_of(r.queues[0], core::FloorKind::Budgeted, b.seq, b.passed);
 }
 
 // ---- the offered stream ------------------------------------------------------------------
@@ -616,9 +652,9 @@ uint64 take(const Request &r, const TakeList &list, bool *taken, Tuplestorestate
 // are lowered (at its commit): it scans from the bottom.
 uint64 fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryContext out) {
   bool one = r.nqueues == 1;
-  core::FloorView floor = one ? floor_of(r.queues[0]) : core::FloorView{core::kBottomKey, 0};
+  core::FloorView floor = one ? floor_of(r.queues[0], core::FloorKind::Free) : core::FloorView{core::kBottomKey, 0};
   if (readied_jobs()) floor.floor = core::kBottomKey;
-  bool may_raise = one && !IsolationUsesXactSnapshot() && !hid_ready_jobs();
+  bool may_raise = one && !IsolationUsesXactSnapshot() && !hid_ready_jobs(core::FloorKind::Free);
   Datum args[6] = {Int32GetDatum(r.max_jobs), Int64GetDatum(r.session), Int64GetDatum(r.lease_ms),
                    one ? CStringGetTextDatum(r.queues[0]) : 0, Int32GetDatum(floor.floor.priority),
                    Int64GetDatum(floor.floor.id)};
@@ -629,7 +665,7 @@ uint64 fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, Me
   if (may_raise) begin_live_raises(r.queues[0], floor);
   uint64 rows = run_plan(fast_plan(form), args, nulls, false);
   end_live_raises();
-  if (may_raise) raise_floor_of(r.queues[0], floor.seq, examined_min());
+  if (may_raise) raise_floor_of(r.queues[0], core::FloorKind::Free, floor.seq, examined_min());
   if (form == FastForm::OneQueue)
     note_one_queue_reads(r.hashes[0], rows, r.max_jobs, buffers_read_so_far() - buffers_before);
   int64 *taken = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(rows, 1)));
@@ -754,8 +790,8 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
   // Read about what is wanted, and page on when refusals use it up.
   const int page = ZZ_MIN(r.max_jobs + 8, 1000);
   Stream offered = loaded ? read_offers(r) : Stream{nullptr, 0, 0, true};
-  BudgetedStream budgeted{{nullptr, 0, 0, true}, -1, 0};
-  if (loaded) refill_budgeted(r, budgeted, page);
+  BudgetedStream budgeted =
+      loaded ? open_budgeted(r, page) : BudgetedStream{{nullptr, 0, 0, true}, core::kBottomKey, false, 0, core::kBottomKey};
   if (offered.count == 0 && budgeted.s.count == 0 && r.nqueues <= 1) return fast_attempt(r, store, desc, out);
 
   const int max_considered = r.max_jobs * 4 + 256;
@@ -789,6 +825,7 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
     // the other workers, in its place in line.
     reserve_ops(1);
     Claim claim = claim_job(c.id);
+    if (c.source == Source::Budgeted && claim != Claim::Claimed) pass_budgeted(budgeted, c, claim == Claim::Busy);
     // Ours: a row this walk met twice (another stream had it); taken once.
     if (claim == Claim::Busy || claim == Claim::Ours) continue;
     core::Candidate cand{c.id, c.priority, c.bindings, c.nbindings};
@@ -805,7 +842,9 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
       refused[nrefused++] = c;
       if (claim == Claim::Claimed) release_claimed_jobs(&claimed, 1, /*taken=*/false);
     }
+    if (c.source == Source::Budgeted && claim == Claim::Claimed) pass_budgeted(budgeted, c, v == core::Verdict::Take);
   }
+  raise_past_walk(r, budgeted);
   close_free(fs);
   TakeList list = take_list(free_ids, nfree, taken, ntaken);
   int nunused = 0;

@@ -424,22 +424,24 @@ void after_insert(JobInput *jobs, const bool *inserted, int n) {
     } else if (j.parked) {
       note_parked(j.bindings.ids, j.bindings.n);
     } else {
-      int count = 1;
+      int count = 0;
       bool first = true;
       for (int p = 0; p < i && first; ++p) first = !(inserted[p] && !jobs[p].scheduled && !jobs[p].parked &&
                                                     strcmp(jobs[p].queue, j.queue) == 0);
       if (!first) continue;
-      core::JobKey lowest{j.priority, j.id};
-      bool any_free = j.bindings.n == 0;
-      for (int q = i + 1; q < n; ++q) {
+      // The lowest key of each kind among the queue's ready jobs.
+      core::JobKey lowest[core::kFloorKinds] = {core::kAboveAllKeys, core::kAboveAllKeys};
+      for (int q = i; q < n; ++q) {
         if (!inserted[q] || jobs[q].scheduled || jobs[q].parked || strcmp(jobs[q].queue, j.queue) != 0) continue;
         ++count;
-        if (jobs[q].bindings.n > 0) continue;
+        core::FloorKind kind = jobs[q].bindings.n > 0 ? core::FloorKind::Budgeted : core::FloorKind::Free;
         core::JobKey key{jobs[q].priority, jobs[q].id};
-        if (!any_free || key < lowest) lowest = key;
-        any_free = true;
+        if (key < lowest[static_cast<int>(kind)]) lowest[static_cast<int>(kind)] = key;
       }
-      if (any_free) at_commit_lower_floor(j.queue, lowest.priority, lowest.id);
+      for (core::FloorKind kind : {core::FloorKind::Free, core::FloorKind::Budgeted}) {
+        const core::JobKey &low = lowest[static_cast<int>(kind)];
+        if (low < core::kAboveAllKeys) at_commit_lower_floor(j.queue, kind, low.priority, low.id);
+      }
       at_commit_wake_queue(queue_hash(j.queue, strlen(j.queue)), count);
       at_commit_notify(j.queue);
     }

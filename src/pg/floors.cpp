@@ -32,11 +32,12 @@ void undo_live_raises() {
   live.active = live.raising = live.raised = false;
   if (!raised) return;
   const char *queue = live.queue;
-  lower_floors(&queue, &live.start, 1);
+  core::FloorKind kind = core::FloorKind::Free;
+  lower_floors(&queue, &kind, &live.start, 1);
 }
 
 bool own_insert = false;
-bool hidden = false;
+bool hidden[core::kFloorKinds] = {false, false};
 bool readied = false;
 core::JobKey examined_key = core::kAboveAllKeys;
 
@@ -46,23 +47,25 @@ Size floors_size() { return sizeof(core::FloorTable); }
 
 void attach_floors(char *base) { table = reinterpret_cast<core::FloorTable *>(base); }
 
-core::FloorView floor_of(const char *queue) {
+core::FloorView floor_of(const char *queue, core::FloorKind kind) {
   LWLockAcquire(shared->floor_lock, LW_SHARED);
-  core::FloorView v = core::read_floor(*table, queue_of(queue));
+  core::FloorView v = core::read_floor(*table, queue_of(queue), kind);
   LWLockRelease(shared->floor_lock);
   return v;
 }
 
-void raise_floor_of(const char *queue, uint64 seen_seq, core::JobKey key) {
+uint64 floors_seq() { return *static_cast<volatile uint64 *>(&table->seq); }
+
+void raise_floor_of(const char *queue, core::FloorKind kind, uint64 seen_seq, core::JobKey key) {
   LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
-  (void)core::raise_floor(*table, queue_of(queue), seen_seq, key);
+  (void)core::raise_floor(*table, queue_of(queue), kind, seen_seq, key);
   LWLockRelease(shared->floor_lock);
 }
 
-void lower_floors(const char *const *queues, const core::JobKey *keys, int n) {
+void lower_floors(const char *const *queues, const core::FloorKind *kinds, const core::JobKey *keys, int n) {
   if (n == 0) return;
   LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
-  for (int i = 0; i < n; ++i) core::lower_floor(*table, queue_of(queues[i]), keys[i]);
+  for (int i = 0; i < n; ++i) core::lower_floor(*table, queue_of(queues[i]), kinds[i], keys[i]);
   LWLockRelease(shared->floor_lock);
 }
 
@@ -83,9 +86,10 @@ void begin_own_insert() { own_insert = true; }
 void end_own_insert() { own_insert = false; }
 bool in_own_insert() { return own_insert; }
 
-void note_hidden_ready_job() { hidden = true; }
-bool hid_ready_jobs() { return hidden; }
-void forget_hidden_ready_jobs() { hidden = false; }
+void note_hidden_ready_job(core::FloorKind kind) { hidden[static_cast<int>(kind)] = true; }
+void note_hidden_ready_jobs() { hidden[0] = hidden[1] = true; }
+bool hid_ready_jobs(core::FloorKind kind) { return hidden[static_cast<int>(kind)]; }
+void forget_hidden_ready_jobs() { hidden[0] = hidden[1] = false; }
 
 void note_readied_jobs() { readied = true; }
 bool readied_jobs() { return readied; }
@@ -120,11 +124,11 @@ void raise_past_claimed(core::JobKey key) {
   // A readying commit or a released claim since the statement began
   // refuses every later raise of it: stop asking. (Read without the lock:
   // a stale value costs a refused raise or one skipped, both safe.)
-  if (*static_cast<volatile uint64 *>(&table->seq) != live.seq) {
+  if (floors_seq() != live.seq) {
     live.raising = false;
     return;
   }
-  raise_floor_of(live.queue, live.seq, core::past_key(key));
+  raise_floor_of(live.queue, core::FloorKind::Free, live.seq, core::past_key(key));
   live.raised = true;
 }
 

@@ -1,11 +1,15 @@
 // zizq scan floors in shared memory: where a dequeue of one queue starts its
-// scan of ready unbudgeted jobs (the rule is in core/scan_floor.hpp).
+// scans of ready jobs, unbudgeted and budgeted (the rule is in
+// core/scan_floor.hpp).
 //
 // Lowered after every commit that made such jobs ready (enqueue, and the
 // job_update trigger for every other path), before its waiters are woken,
-// and when a claim ends without its job taken (claims.hpp); raised by the
-// dequeue's single-statement take (dequeue.cpp), past each job it claims
-// while it runs and to the first ready job it met when it ends.
+// and, for free floors, when a claim ends without its job taken
+// (claims.hpp). A free floor is raised by the dequeue's single-statement
+// take (dequeue.cpp), past each job it claims while it runs and to the
+// first ready job it met when it ends; a budgeted floor by the budgeted
+// read, to the first ready job it met, and by the admission walk, past the
+// claimed jobs it went through.
 #pragma once
 
 #include "core/scan_floor.hpp"
@@ -17,10 +21,14 @@ namespace zizq::pg {
 Size floors_size();
 void attach_floors(char *base);
 
-core::FloorView floor_of(const char *queue);
-void raise_floor_of(const char *queue, uint64 seen_seq, core::JobKey key);
+core::FloorView floor_of(const char *queue, core::FloorKind kind);
+// The count of readying commits and released claims so far (read without
+// the lock: a stale value only refuses a raise or makes one that
+// raise_floor_of refuses).
+uint64 floors_seq();
+void raise_floor_of(const char *queue, core::FloorKind kind, uint64 seen_seq, core::JobKey key);
 // Applies lowerings of committed transactions (xact.cpp), under one lock.
-void lower_floors(const char *const *queues, const core::JobKey *keys, int n);
+void lower_floors(const char *const *queues, const core::FloorKind *kinds, const core::JobKey *keys, int n);
 // Claims released without their jobs taken (claims.cpp): the floors of
 // their queues, known by hash, come down to them.
 void lower_floors_of_hashes(const uint32 *hashes, const core::JobKey *keys, int n);
@@ -34,12 +42,13 @@ void begin_own_insert();
 void end_own_insert();
 bool in_own_insert();
 
-// This transaction has hidden a ready unbudgeted job from its own later
-// statements (took, moved or deleted it): it must not raise floors, since
-// its rollback would make the job ready again below them. Forgotten when
-// the transaction ends.
-void note_hidden_ready_job();
-bool hid_ready_jobs();
+// This transaction has hidden a ready job of the kind from its own later
+// statements (took, moved or deleted it): it must not raise floors of that
+// kind, since its rollback would make the job ready again below them.
+// Forgotten when the transaction ends.
+void note_hidden_ready_job(core::FloorKind kind);
+void note_hidden_ready_jobs();  // of both kinds (a TRUNCATE)
+bool hid_ready_jobs(core::FloorKind kind);
 void forget_hidden_ready_jobs();
 
 // This transaction has made jobs ready that only it sees: their floors are

@@ -95,17 +95,21 @@ void leave_lines_at_commit(const Row &old, const JobAttrs &a) {
   }
 }
 
-// Ready, not parked, unbudgeted: in the index a dequeue scans from its
-// queue's floor.
-bool free_ready(const Row &r, const JobAttrs &a) {
-  return r.is_status(a.status, "ready") && !r.flag(a.parked) && r.is_null(a.budget_ids);
+zizq::core::FloorKind floor_kind(const Row &r, const JobAttrs &a) {
+  return r.is_null(a.budget_ids) ? zizq::core::FloorKind::Free : zizq::core::FloorKind::Budgeted;
+}
+
+// Ready and not parked: in an index a dequeue scans from its queue's floor
+// of the job's kind.
+void note_if_hidden(const Row &old, const JobAttrs &a) {
+  if (old.is_status(a.status, "ready") && !old.flag(a.parked)) note_hidden_ready_job(floor_kind(old, a));
 }
 
 void announce_ready(const Row &row, const JobAttrs &a) {
   bool isnull = false;
   char *queue = TextDatumGetCString(row.get(a.queue, &isnull));
-  if (row.is_null(a.budget_ids))
-    at_commit_lower_floor(queue, DatumGetInt32(row.get(a.priority, &isnull)), DatumGetInt64(row.get(a.id, &isnull)));
+  at_commit_lower_floor(queue, floor_kind(row, a), DatumGetInt32(row.get(a.priority, &isnull)),
+                        DatumGetInt64(row.get(a.id, &isnull)));
   reserve_ops(1);
   at_commit_wake_queue(queue_hash(queue, strlen(queue)), 1);
   at_commit_notify(queue);
@@ -128,7 +132,7 @@ Datum zizq_trg_job_update(PG_FUNCTION_ARGS) {
 
   if (old.is_status(a.status, "in_flight") && !now.is_status(a.status, "in_flight") && !old.is_null(a.budget_ids))
     release_at_commit(old, a);
-  if (free_ready(old, a)) note_hidden_ready_job();
+  note_if_hidden(old, a);
 
   bool was_parked = old.flag(a.parked);
   bool moved = !same_column(old, now, a.status) || !same_column(old, now, a.queue) || !same_column(old, now, a.id) ||
@@ -158,7 +162,7 @@ Datum zizq_trg_job_delete(PG_FUNCTION_ARGS) {
   Row old{td->tg_trigtuple, RelationGetDescr(td->tg_relation)};
   if (old.is_status(a.status, "in_flight") && !old.is_null(a.budget_ids)) release_at_commit(old, a);
   if (old.flag(a.parked)) leave_lines_at_commit(old, a);
-  if (free_ready(old, a)) note_hidden_ready_job();
+  note_if_hidden(old, a);
   return PointerGetDatum(td->tg_trigtuple);
 }
 
@@ -177,7 +181,7 @@ Datum zizq_trg_jobs_inserted(PG_FUNCTION_ARGS) {
 PG_FUNCTION_INFO_V1(zizq_trg_jobs_truncated);
 Datum zizq_trg_jobs_truncated(PG_FUNCTION_ARGS) {
   (void)trigger_data(fcinfo, "zizq_trg_jobs_truncated");
-  note_hidden_ready_job();
+  note_hidden_ready_jobs();
   return PointerGetDatum(nullptr);
 }
 

@@ -50,6 +50,7 @@ struct Op {
   uint32 hash;
   int64 job;    // Claim, LowerFloor (value: the job's priority; hash: its queue's)
   const char *queue;  // Notify, LowerFloor (TopTransactionContext)
+  core::FloorKind floor;  // LowerFloor
   TimestampTz when;
   core::Policy policy;
 };
@@ -228,6 +229,7 @@ void apply_budget_op(const Op &op, int64 now, Handoffs &handoffs) {
 void lower_committed_floors() {
   constexpr int kChunk = 64;
   const char *queues[kChunk];
+  core::FloorKind kinds[kChunk];
   core::JobKey keys[kChunk];
   int n = 0;
   for (int i = 0; i < nops; ++i) {
@@ -239,13 +241,14 @@ void lower_committed_floors() {
   for (int i = 0; i < nops; ++i) {
     if (ops[i].kind != Kind::LowerFloor) continue;
     queues[n] = ops[i].queue;
+    kinds[n] = ops[i].floor;
     keys[n++] = core::JobKey{ops[i].value, ops[i].job};
     if (n == kChunk) {
-      lower_floors(queues, keys, n);
+      lower_floors(queues, kinds, keys, n);
       n = 0;
     }
   }
-  lower_floors(queues, keys, n);
+  lower_floors(queues, kinds, keys, n);
 }
 
 void commit_all() {
@@ -524,12 +527,13 @@ void at_commit_wake_queue(uint32 queue_hash, int jobs) {
 
 void at_commit_wake_dispatcher() { push(Kind::WakeDispatcher); }
 
-void at_commit_lower_floor(const char *queue, int32 priority, int64 job_id) {
+void at_commit_lower_floor(const char *queue, core::FloorKind kind, int32 priority, int64 job_id) {
   note_readied_jobs();
   char *copy = MemoryContextStrdup(TopTransactionContext, queue);
   reserve_ops(1);
   Op &op = push(Kind::LowerFloor);
   op.queue = copy;
+  op.floor = kind;
   op.value = priority;
   op.job = job_id;
 }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "core/policy.hpp"
+#include "core/scan_floor.hpp"
 
 #include "pg/pg.hpp"
 
@@ -64,9 +65,10 @@ enum class OwnChange { Volatile, Durable };
 bool only_own_changes_so_far();
 void note_own_change(bool only_own_before, OwnChange need);
 void at_commit_wake_queue(uint32 queue_hash, int jobs);
-// A ready unbudgeted job of `queue` (priority, id): its scan floor is
-// lowered after the commit, before workers are woken (floors.hpp).
-void at_commit_lower_floor(const char *queue, int32 priority, int64 job_id);
+// A ready job of `queue` (priority, id), not parked: the queue's scan floor
+// of its kind is lowered after the commit, before workers are woken
+// (floors.hpp).
+void at_commit_lower_floor(const char *queue, core::FloorKind kind, int32 priority, int64 job_id);
 // Every scan floor goes after the commit (rows written around zizq).
 void at_commit_clear_floors();
 // LISTEN zizq listeners of this queue are notified (by the dispatcher).

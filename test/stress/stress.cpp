@@ -17,9 +17,11 @@
 // the workers run (some in transactions that roll back), and dequeues of one
 // queue take the single-statement path that starts at the queue's scan
 // floor (src/core/scan_floor.hpp): a floor raised past a ready job would
-// leave it unfinished, which (d) catches.
+// leave it unfinished, which (d) catches. --one-queue does the same with
+// the budgets bound as usual: the budgeted read starts at the queue's
+// budgeted floor.
 //
-// Usage: stress [--jobs N] [--workers N] [--seconds LIMIT] [--seed S] [--free]
+// Usage: stress [--jobs N] [--workers N] [--seconds LIMIT] [--seed S] [--free | --one-queue]
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -60,6 +62,7 @@ void expect(bool ok, const std::string &what) {
 }
 
 bool free_only = false;  // --free: no budgets
+bool one_queue_only = false;  // --free, --one-queue: dequeues of one queue, half the jobs enqueued during the run
 
 std::string random_jobs(int n, std::mt19937 &rng) {
   std::string json = "[";
@@ -89,13 +92,13 @@ void work(int seed, double deadline, std::atomic<bool> &stop, std::atomic<long> 
   std::mt19937 rng(seed);
   auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
   const char *queue_sets[] = {"NULL", "ARRAY['q0']", "ARRAY['q1','q2']", "ARRAY['q2','q0','q1']", "ARRAY['q1']"};
-  // --free: one queue each time, so that a job stranded below its queue's
-  // floor is not rescued by a dequeue of several queues (those scan all).
+  // One queue each time, so that a job stranded below its queue's floor is
+  // not rescued by a dequeue of several queues (those scan all).
   const char *one_queue[] = {"ARRAY['q0']", "ARRAY['q1']", "ARRAY['q2']"};
   auto conn = std::make_unique<Conn>();
   while (!stop.load() && now_s() < deadline) {
     try {
-      std::string queues = free_only ? one_queue[rng() % 3] : queue_sets[rng() % 5];
+      std::string queues = one_queue_only ? one_queue[rng() % 3] : queue_sets[rng() % 5];
       int max_jobs = 1 + static_cast<int>(rng() % 4);
       bool leased = chance(0.2);
       bool savepoint = chance(0.15);
@@ -223,8 +226,9 @@ int main(int argc, char **argv) {
   int jobs = 600, workers = 8, seed = 42;
   double seconds = 120;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--free")) {
-      free_only = true;
+    if (!std::strcmp(argv[i], "--free") || !std::strcmp(argv[i], "--one-queue")) {
+      free_only = free_only || !std::strcmp(argv[i], "--free");
+      one_queue_only = true;
       continue;
     }
     if (i + 1 >= argc) break;
@@ -247,7 +251,7 @@ int main(int argc, char **argv) {
       b.id = static_cast<int>(c.exec("SELECT id FROM zizq.budgets WHERE key = $1", {b.key}).num(0, 0));
     }
     std::mt19937 rng(seed);
-    int later = free_only ? jobs / 2 : 0;
+    int later = one_queue_only ? jobs / 2 : 0;
     c.exec("SELECT count(*) FROM zizq.enqueue_many($1::jsonb)", {random_jobs(jobs - later, rng)});
 
     double start = now_s(), deadline = start + seconds;
@@ -271,7 +275,7 @@ int main(int argc, char **argv) {
     auto history = zizq::test::read_history(c);
     auto flights = zizq::test::flights(history);
     std::printf("stress%s: %d jobs, %d workers, %.1f s, %zu status changes, %ld dropped sessions\n",
-                free_only ? " --free" : "", jobs, workers, now_s() - start, history.size(), drops.load());
+                free_only ? " --free" : one_queue_only ? " --one-queue" : "", jobs, workers, now_s() - start, history.size(), drops.load());
     for (const auto &b : budgets) (b.time_based ? check_rate : check_concurrency)(b, flights);
     check_exclusive(flights);
     auto left = c.exec("SELECT count(*) FILTER (WHERE status = 'dead'), count(*) FROM zizq.jobs");
