@@ -213,6 +213,12 @@ CREATE TRIGGER jobs_truncated BEFORE TRUNCATE ON zizq._jobs FOR EACH STATEMENT
 -- dequeues scan every ready job again until the floors rise anew.
 CREATE FUNCTION zizq.forget_scan_floors() RETURNS void
   LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_forget_scan_floors';
+-- Where the dequeues of each queue start their scans: one row per queue and
+-- kind of job ('free', 'budgeted') that has a floor (without one, a scan
+-- starts at the queue's first ready job); priority and id NULL: past every
+-- job (none was ready when the floor last rose).
+CREATE FUNCTION zizq.scan_floors(OUT queue text, OUT kind text, OUT priority integer, OUT id bigint)
+  RETURNS SETOF record LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_scan_floors';
 
 -- Producers read the jobs they enqueued; workers and admins read all.
 ALTER TABLE zizq._jobs ENABLE ROW LEVEL SECURITY;
@@ -309,7 +315,7 @@ CREATE FUNCTION zizq._wake_dispatcher_at(at timestamptz) RETURNS void
 -- row another filter rejects would hide it from other workers meanwhile).
 CREATE FUNCTION zizq._claim(id bigint, priority integer, queue text) RETURNS boolean
   LANGUAGE c VOLATILE STRICT COST 100 AS 'MODULE_PATHNAME', 'zizq_claim';
-CREATE FUNCTION zizq._unclaimed(id bigint, priority integer) RETURNS boolean
+CREATE FUNCTION zizq._unclaimed(id bigint, priority integer, queue text) RETURNS boolean
   LANGUAGE c VOLATILE STRICT COST 100 AS 'MODULE_PATHNAME', 'zizq_unclaimed';
 CREATE FUNCTION zizq._offered(id bigint) RETURNS boolean
   LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'zizq_offered';
@@ -1146,7 +1152,7 @@ GRANT EXECUTE ON FUNCTION zizq.update_job(bigint, jsonb), zizq.update_jobs(bigin
                           zizq.unbind_budget(bigint, text), zizq.unbind_budget(bigint[], text),
                           zizq.unbind_all_budgets(bigint), zizq.unbind_all_budgets(bigint[]),
                           zizq.replace_budgets(bigint, jsonb), zizq.replace_budgets(bigint[], jsonb),
-                          zizq.dispatcher_state(), zizq.forget_scan_floors()
+                          zizq.dispatcher_state(), zizq.forget_scan_floors(), zizq.scan_floors()
   TO zizq_admin;
 GRANT SELECT ON zizq.queues, zizq.budget_state, zizq.budgets TO zizq_admin;
 -- Views run their functions with the reader's rights.

@@ -33,10 +33,16 @@
 // The budgeted floor follows the same rule. Its read notes the keys it
 // meets (zizq._unclaimed) and raises the floor to the first; the admission
 // walk then goes through the read rows in order and, at its end, raises
-// the floor past the last of them if every one it passed was claimed
-// (taken by it, or held by another open dequeue). Parked jobs are in
-// neither set: the dispatcher offers them; unparking one is a readying
+// the floor past the longest run of them, from the first, that were all
+// claimed (taken by it, or held by another open dequeue). Parked jobs are
+// in neither set: the dispatcher offers them; unparking one is a readying
 // change.
+//
+// A claim keeps the key its claimer found the job at, and its release
+// lowers the floor to that key. A job moved while claimed (a priority or
+// queue change committed meanwhile) lowers the floor at its new key when
+// the move commits; a scan that then meets it claimed at another key must
+// not pass it, since the claim's release will not come back down to it.
 // A queue without a slot has no floor (scans start at the bottom), so
 // evicting a slot, or clearing them all, is always safe. Slots belong to a
 // database: queues of the same name in two databases are two queues.
@@ -81,7 +87,7 @@ struct FloorSlot {
 
 // Plain data: it lives in shared memory, zeroed at start (no floors).
 struct FloorTable {
-  uint64_t seq;  // readying commits so far
+  uint64_t seq;  // readying commits and released claims so far
   FloorSlot slots[kFloorSlots];
 };
 

@@ -19,8 +19,9 @@ constexpr int64 kPaidBit = PG_INT64_MIN;
 
 struct Stripe {
   int count;
-  int64 slots[kSlotsPerStripe];  // 0 = empty; else a job id, with kPaidBit once paid
-  int owners[kSlotsPerStripe];   // the claimer's pgprocno
+  int64 slots[kSlotsPerStripe];     // 0 = empty; else a job id, with kPaidBit once paid
+  int owners[kSlotsPerStripe];      // the claimer's pgprocno
+  ClaimKey keys[kSlotsPerStripe];   // where the claimer found the job
 };
 
 int64 job_of(int64 slot) { return slot & ~kPaidBit; }
@@ -54,6 +55,7 @@ void erase_at(Stripe &st, uint32 i) {
     if (movable) {
       st.slots[i] = st.slots[j];
       st.owners[i] = st.owners[j];
+      st.keys[i] = st.keys[j];
       st.slots[j] = 0;
       i = j;
     }
@@ -70,17 +72,20 @@ Size claims_size() { return mul_size(kClaimStripes, sizeof(Stripe)); }
 
 void attach_claims(char *base) { stripes = reinterpret_cast<Stripe *>(base); }
 
-Claim claim_job(int64 job_id) {
+bool same_key(const ClaimKey &a, const ClaimKey &b) { return a.queue_hash == b.queue_hash && a.priority == b.priority; }
+
+Claim claim_job(int64 job_id, ClaimKey key) {
   uint32 h = mix(job_id);
   Stripe &st = stripe_of(h);
   Claim result = Claim::Untracked;
   LWLockAcquire(lock_of(h), LW_EXCLUSIVE);
   uint32 i = find_slot(st, h, job_id);
   if (st.slots[i] != 0) {
-    result = st.owners[i] == MyProc->pgprocno ? Claim::Ours : Claim::Busy;
+    result = st.owners[i] == MyProc->pgprocno ? Claim::Ours : same_key(st.keys[i], key) ? Claim::Busy : Claim::Moved;
   } else if (st.count < kSlotsPerStripe / 2) {
     st.slots[i] = job_id;
     st.owners[i] = MyProc->pgprocno;
+    st.keys[i] = key;
     st.count++;
     result = Claim::Claimed;
   }
@@ -148,6 +153,18 @@ void claimed_jobs(const int64 *ids, int n, bool *claimed) {
   for (int k = 0; k < n; ++k) claimed[k] = state_of(ids[k]) != ClaimState::None;
 }
 
+ClaimHolder claim_holder(int64 job_id, ClaimKey key) {
+  uint32 h = mix(job_id);
+  const Stripe &st = stripe_of(h);
+  LWLockAcquire(lock_of(h), LW_SHARED);
+  uint32 i = find_slot(st, h, job_id);
+  ClaimHolder holder = st.slots[i] == 0 ? ClaimHolder::None
+                       : same_key(st.keys[i], key) ? ClaimHolder::SameKey
+                                                   : ClaimHolder::OtherKey;
+  LWLockRelease(lock_of(h));
+  return holder;
+}
+
 void begin_claim_batch() { batch_count = 0; }
 
 int64 *unused_claims(const int64 *taken, int ntaken, int *n) {
@@ -174,10 +191,13 @@ extern "C" {
 PG_FUNCTION_INFO_V1(zizq_unclaimed);
 Datum zizq_unclaimed(PG_FUNCTION_ARGS) {
   int64 id = PG_GETARG_INT64(0);
-  note_examined(zizq::core::JobKey{PG_GETARG_INT32(1), id});
-  bool claimed = false;
-  zizq::pg::claimed_jobs(&id, 1, &claimed);
-  PG_RETURN_BOOL(!claimed);
+  int32 priority = PG_GETARG_INT32(1);
+  note_examined(zizq::core::JobKey{priority, id});
+  text *queue = PG_GETARG_TEXT_PP(2);
+  ClaimKey key{queue_hash(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue)), priority};
+  ClaimHolder holder = claim_holder(id, key);
+  if (holder == ClaimHolder::OtherKey) note_moved_claim();
+  PG_RETURN_BOOL(holder == ClaimHolder::None);
 }
 
 // zizq._claim(id, priority, queue): claims a job for the current dequeue
@@ -205,12 +225,19 @@ Datum zizq_claim(PG_FUNCTION_ARGS) {
     batch = static_cast<int64 *>(repalloc(batch, batch_capacity * sizeof(int64)));
   }
   reserve_ops(1);
-  Claim c = claim_job(id);
+  text *queue = PG_GETARG_TEXT_PP(2);
+  ClaimKey claim_key{queue_hash(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue)), key.priority};
+  Claim c = claim_job(id, claim_key);
   if (c == Claim::Busy) PG_RETURN_BOOL(false);
+  // Held under another key: its release will not lower the floor to where
+  // the job is now. Raising past it could strand it.
+  if (c == Claim::Moved) {
+    stop_raising();
+    PG_RETURN_BOOL(false);
+  }
   if (c == Claim::Untracked) stop_raising();
   if (c == Claim::Claimed) {
-    text *queue = PG_GETARG_TEXT_PP(2);
-    record_claim(id, queue_hash(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue)), key.priority);
+    record_claim(id, claim_key.queue_hash, key.priority);
     batch[batch_count++] = id;
     raise_past_claimed(key);
   }

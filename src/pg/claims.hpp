@@ -8,11 +8,14 @@
 // claim set is a SKIP LOCKED that costs a shared-memory probe.
 //
 // Claims are hints for who takes a job (a row lock still decides), but not
-// for where scans start: a scan floor may pass claimed jobs (floors.hpp,
-// live raises), so a claim released without its job taken must bring the
-// floor back down. They live in striped open-addressing tables (one LWLock
-// per stripe) and are dropped when their transaction ends, committed or
-// not.
+// for where scans start: scan floors may pass claimed jobs (floors.hpp,
+// live raises; the budgeted walk's raise), so a claim released without its
+// job taken must bring the floor back down, to the key the claimer found
+// the job at. A claim keeps that key: a job moved since (another priority
+// or queue, by a commit the claimer did not see) is one whose release
+// would lower the wrong floor or key, so no scan passes it (Moved). They
+// live in striped open-addressing tables (one LWLock per stripe) and are
+// dropped when their transaction ends, committed or not.
 #pragma once
 
 #include "pg/pg.hpp"
@@ -24,14 +27,24 @@ constexpr int kClaimStripes = 16;
 Size claims_size();
 void attach_claims(char *base);
 
+// Where a claimer found the job: its queue's name hash and its priority.
+struct ClaimKey {
+  uint32 queue_hash;
+  int32 priority;
+};
+
 // Claimed: ours now. Ours: this backend's transaction holds it already.
-// Busy: another transaction holds it. Untracked: the table is full;
-// proceed, the row lock decides.
-enum class Claim { Claimed, Ours, Busy, Untracked };
-Claim claim_job(int64 job_id);
+// Busy: another transaction holds it, found at the same key. Moved: another
+// holds it, found at another key (the job moved since). Untracked: the
+// table is full; proceed, the row lock decides.
+enum class Claim { Claimed, Ours, Busy, Moved, Untracked };
+Claim claim_job(int64 job_id, ClaimKey key);
 void unclaim_jobs(const int64 *job_ids, int n);
 // claimed[i]: whether ids[i] is claimed by anyone.
 void claimed_jobs(const int64 *ids, int n, bool *claimed);
+// Whether anyone claims the job seen at `key`, and at which key.
+enum class ClaimHolder { None, SameKey, OtherKey };
+ClaimHolder claim_holder(int64 job_id, ClaimKey key);
 // A claimed job its claimer has paid for and taken (its UPDATE holds the
 // row): as good as taken, unless that transaction rolls back.
 void mark_claim_paid(int64 job_id);

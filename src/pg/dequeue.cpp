@@ -231,7 +231,7 @@ SPIPlanPtr budgeted_plan(bool all) {
     return prepared(budgeted_all,
                     "SELECT id, priority, queue, budget_ids, budget_costs, xmin FROM zizq._jobs WHERE status = 'ready' "
                     "AND budget_ids IS NOT NULL AND NOT parked AND (priority, id) >= ($1, $2) "
-                    "AND zizq._unclaimed(id, priority) ORDER BY priority, id LIMIT $3",
+                    "AND zizq._unclaimed(id, priority, queue) ORDER BY priority, id LIMIT $3",
                     {INT4OID, INT8OID, INT4OID});
   // One queue: `queue <= $4` and the row comparison, not `queue = $4`.
   // With an equality on `queue` beside it, the btree starts at the queue's
@@ -244,7 +244,7 @@ SPIPlanPtr budgeted_plan(bool all) {
   return prepared(budgeted_one,
                   "SELECT id, priority, queue, budget_ids, budget_costs, xmin FROM zizq._jobs WHERE status = 'ready' "
                   "AND budget_ids IS NOT NULL AND NOT parked AND queue <= $4 AND (queue, priority, id) >= ($4, $1, $2) "
-                  "AND zizq._unclaimed(id, priority) ORDER BY queue, priority, id LIMIT $3",
+                  "AND zizq._unclaimed(id, priority, queue) ORDER BY queue, priority, id LIMIT $3",
                   {INT4OID, INT8OID, INT4OID, TEXTOID});
 }
 
@@ -264,11 +264,13 @@ SPIPlanPtr still_free_plan = nullptr;
 // did not take, candidates another worker locked first. Such a job may be
 // ready below floors that scans raised past it while it was claimed
 // (floors.hpp, live raises): the floors come down to the jobs still ready
-// and not parked. One a FOR UPDATE re-check found taken or moved by a
-// commit the statement's snapshot missed is not (and a commit that makes
-// it ready again lowers the floor itself): most dropped claims are of that
-// kind in a busy drain, and lowering for them would refuse every live
-// raise in progress. It runs a query: SPI_tuptable is not the caller's
+// and not parked, at the keys the claims were made at. One a FOR UPDATE
+// re-check found taken by a commit the statement's snapshot missed is not
+// ready (and a commit that makes it ready again lowers the floor itself):
+// most dropped claims are of that kind in a busy drain, and lowering for
+// them would refuse every live raise in progress. A job moved meanwhile was
+// lowered at its new key by the move's commit, and no scan passed it there
+// while it was claimed (claims.hpp, Moved). It runs a query: SPI_tuptable is not the caller's
 // afterwards.
 void release_dropped_claims(const int64 *ids, int n) {
   if (n == 0) return;
@@ -410,6 +412,8 @@ void refill_budgeted(const Request &r, BudgetedStream &b, int page) {
   b.s.pos = 0;
   b.s.exhausted = count < page;
   if (count > 0) b.from = core::past_key(core::JobKey{rows[count - 1].priority, rows[count - 1].id});
+  // The read skipped a job claimed at another key: the walk must not pass it.
+  if (met_moved_claim()) b.raising = false;
 }
 
 // The budgeted stream of a dequeue of one queue starts at the queue's
@@ -431,11 +435,13 @@ BudgetedStream open_budgeted(const Request &r, int page) {
 }
 
 // The walk went through a row of the budgeted stream. Every ready job below
-// the stream's next row is taken for good or claimed: the rows the walk
-// passed (claimed by it and admitted, or held by another open dequeue, whose
-// release would lower the floor) and those the read skipped as claimed. A
-// row it could not claim, or refused (its release lowers the floor), ends
-// the run.
+// the stream's next row is taken for good or claimed at the key it has: the
+// rows the walk passed (claimed by it and admitted, or held by another open
+// dequeue, whose release would lower the floor to them) and those the read
+// skipped as claimed (one claimed at another key stops the raises: see
+// refill_budgeted). A row held at another key, ours already or beyond the
+// claim table, or one the walk refused (its release lowers the floor),
+// ends the run: the floor may rise past the rows before it.
 void pass_budgeted(BudgetedStream &b, const Cand &c, bool claimed) {
   if (!claimed) b.raising = false;
   if (b.raising) b.passed = core::past_key(core::JobKey{c.priority, c.id});
@@ -832,23 +838,26 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryC
     // candidates considered are claimed: a row read ahead stays free for
     // the other workers, in its place in line.
     reserve_ops(1);
-    Claim claim = claim_job(c.id);
+    ClaimKey key{queue_hash(c.queue, strlen(c.queue)), c.priority};
+    Claim claim = claim_job(c.id, key);
     if (c.source == Source::Budgeted && claim != Claim::Claimed) pass_budgeted(budgeted, c, claim == Claim::Busy);
     // Ours: a row this walk met twice (another stream had it); taken once.
-    if (claim == Claim::Busy || claim == Claim::Ours) continue;
+    if (claim == Claim::Busy || claim == Claim::Moved || claim == Claim::Ours) continue;
+    // Recorded at once: an error in the admission below (its queries, a
+    // cancel) leaves the abort to release it.
+    if (claim == Claim::Claimed) record_claim(c.id, key.queue_hash, key.priority);
     core::Candidate cand{c.id, c.priority, c.bindings, c.nbindings};
     bool offer_fresh = c.source == Source::Offered && offered_line_unchanged(c);
     core::Verdict v = core::admit(
         blocked, cand,
         [&](const core::Candidate &, const core::Binding &b) { return !offer_fresh && candidate_parked_ahead(c, b); },
         [&](const core::Candidate &) { return debit_all(c, walk, &c.debited_at); });
-    ClaimedJob claimed{c.id, queue_hash(c.queue, strlen(c.queue)), c.priority};
     if (v == core::Verdict::Take) {
       taken[ntaken++] = c;
-      if (claim == Claim::Claimed) record_claim(claimed.id, claimed.queue_hash, claimed.priority);
     } else {
       refused[nrefused++] = c;
-      if (claim == Claim::Claimed) release_claimed_jobs(&claimed, 1, /*taken=*/false);
+      ClaimedJob claimed;
+      if (claim == Claim::Claimed && forget_claim(c.id, &claimed)) release_claimed_jobs(&claimed, 1, /*taken=*/false);
     }
     if (c.source == Source::Budgeted && claim == Claim::Claimed) pass_budgeted(budgeted, c, v == core::Verdict::Take);
   }

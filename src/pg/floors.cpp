@@ -40,6 +40,7 @@ bool own_insert = false;
 bool hidden[core::kFloorKinds] = {false, false};
 bool readied = false;
 core::JobKey examined_key = core::kAboveAllKeys;
+bool moved_claim_met = false;
 
 }  // namespace
 
@@ -76,6 +77,23 @@ void lower_floors_of_hashes(const uint32 *hashes, const core::JobKey *keys, int 
   LWLockRelease(shared->floor_lock);
 }
 
+int copy_floors(FloorRow *out, int max) {
+  int n = 0;
+  LWLockAcquire(shared->floor_lock, LW_SHARED);
+  for (const core::FloorSlot &slot : table->slots) {
+    if (!slot.used || slot.database != MyDatabaseId) continue;
+    for (core::FloorKind kind : {core::FloorKind::Free, core::FloorKind::Budgeted}) {
+      core::JobKey floor = slot.floors[static_cast<int>(kind)];
+      if (floor == core::kBottomKey || n == max) continue;
+      memcpy(out[n].queue, slot.queue, sizeof slot.queue);
+      out[n].kind = kind;
+      out[n++].floor = floor;
+    }
+  }
+  LWLockRelease(shared->floor_lock);
+  return n;
+}
+
 void clear_all_floors() {
   LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
   core::clear_floors(*table);
@@ -87,7 +105,7 @@ void end_own_insert() { own_insert = false; }
 bool in_own_insert() { return own_insert; }
 
 void note_hidden_ready_job(core::FloorKind kind) { hidden[static_cast<int>(kind)] = true; }
-void note_hidden_ready_jobs() { hidden[0] = hidden[1] = true; }
+void note_hidden_ready_jobs_of_all_kinds() { hidden[0] = hidden[1] = true; }
 bool hid_ready_jobs(core::FloorKind kind) { return hidden[static_cast<int>(kind)]; }
 void forget_hidden_ready_jobs() { hidden[0] = hidden[1] = false; }
 
@@ -140,12 +158,18 @@ void abort_live_raises() {
   if (live.active) undo_live_raises();
 }
 
-void begin_examined() { examined_key = core::kAboveAllKeys; }
+void begin_examined() {
+  examined_key = core::kAboveAllKeys;
+  moved_claim_met = false;
+}
 
 void note_examined(core::JobKey key) {
   if (key < examined_key) examined_key = key;
 }
 
 core::JobKey examined_min() { return examined_key; }
+
+void note_moved_claim() { moved_claim_met = true; }
+bool met_moved_claim() { return moved_claim_met; }
 
 }  // namespace zizq::pg

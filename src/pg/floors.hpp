@@ -4,8 +4,7 @@
 //
 // Lowered after every commit that made such jobs ready (enqueue, and the
 // job_update trigger for every other path), before its waiters are woken,
-// and, for free floors, when a claim ends without its job taken
-// (claims.hpp). A free floor is raised by the dequeue's single-statement
+// and when a claim ends without its job taken (claims.hpp). A free floor is raised by the dequeue's single-statement
 // take (dequeue.cpp), past each job it claims while it runs and to the
 // first ready job it met when it ends; a budgeted floor by the budgeted
 // read, to the first ready job it met, and by the admission walk, past the
@@ -32,6 +31,15 @@ void lower_floors(const char *const *queues, const core::FloorKind *kinds, const
 // Claims released without their jobs taken (claims.cpp): the floors of
 // their queues, known by hash, come down to them.
 void lower_floors_of_hashes(const uint32 *hashes, const core::JobKey *keys, int n);
+// The floors of this database's queues, for zizq.scan_floors(): up to
+// `max` into `out`, those at the bottom (no floor) left out; returns how
+// many.
+struct FloorRow {
+  char queue[core::kMaxNameBytes + 1];
+  core::FloorKind kind;
+  core::JobKey floor;
+};
+int copy_floors(FloorRow *out, int max);
 // After rows were written to zizq._jobs around zizq's functions (COPY,
 // pg_restore, a plain INSERT), and when shared state is reset.
 void clear_all_floors();
@@ -47,7 +55,7 @@ bool in_own_insert();
 // kind, since its rollback would make the job ready again below them.
 // Forgotten when the transaction ends.
 void note_hidden_ready_job(core::FloorKind kind);
-void note_hidden_ready_jobs();  // of both kinds (a TRUNCATE)
+void note_hidden_ready_jobs_of_all_kinds();  // a TRUNCATE
 bool hid_ready_jobs(core::FloorKind kind);
 void forget_hidden_ready_jobs();
 
@@ -72,11 +80,15 @@ void stop_raising();       // a row could not be claimed
 void end_live_raises();    // the statement ended
 void abort_live_raises();  // the (sub)transaction aborts
 
-// The smallest key zizq._claim() was asked about since begin_examined():
-// the first ready job the take statement met in its snapshot, or
-// kAboveAllKeys when it met none (no job's key reaches it).
+// The smallest key zizq._claim() or zizq._unclaimed() was asked about
+// since begin_examined(): the first ready job the statement met in its
+// snapshot, or kAboveAllKeys when it met none (no job's key reaches it).
 void begin_examined();
 void note_examined(core::JobKey key);
 core::JobKey examined_min();
+// Since begin_examined(), the read skipped a job another dequeue claimed at
+// another key (claims.hpp, Moved): no raise may pass it.
+void note_moved_claim();
+bool met_moved_claim();
 
 }  // namespace zizq::pg

@@ -69,6 +69,28 @@ Datum zizq_forget_scan_floors(PG_FUNCTION_ARGS) {
   PG_RETURN_VOID();
 }
 
+// zizq.scan_floors(): where dequeues of each queue start their scans, for
+// operators and tests. A floor past every job (none was ready when it
+// rose) has NULL priority and id.
+PG_FUNCTION_INFO_V1(zizq_scan_floors);
+Datum zizq_scan_floors(PG_FUNCTION_ARGS) {
+  require_shared();
+  ReturnSetInfo *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+  InitMaterializedSRF(fcinfo, 0);
+  constexpr int kMaxRows = core::kFloorSlots * core::kFloorKinds;
+  FloorRow *rows = static_cast<FloorRow *>(palloc(sizeof(FloorRow) * kMaxRows));
+  int n = copy_floors(rows, kMaxRows);
+  for (int i = 0; i < n; ++i) {
+    bool past_all = rows[i].floor == core::kAboveAllKeys;
+    Datum values[4] = {CStringGetTextDatum(rows[i].queue),
+                       CStringGetTextDatum(rows[i].kind == core::FloorKind::Free ? "free" : "budgeted"),
+                       Int32GetDatum(rows[i].floor.priority), Int64GetDatum(rows[i].floor.id)};
+    bool nulls[4] = {false, false, past_all, past_all};
+    tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+  }
+  return (Datum)0;
+}
+
 PG_FUNCTION_INFO_V1(zizq_check_name);
 Datum zizq_check_name(PG_FUNCTION_ARGS) {
   char *kind = text_to_cstring(PG_GETARG_TEXT_PP(0));

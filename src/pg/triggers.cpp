@@ -181,7 +181,7 @@ Datum zizq_trg_jobs_inserted(PG_FUNCTION_ARGS) {
 PG_FUNCTION_INFO_V1(zizq_trg_jobs_truncated);
 Datum zizq_trg_jobs_truncated(PG_FUNCTION_ARGS) {
   (void)trigger_data(fcinfo, "zizq_trg_jobs_truncated");
-  note_hidden_ready_jobs();
+  note_hidden_ready_jobs_of_all_kinds();
   return PointerGetDatum(nullptr);
 }
 

@@ -158,3 +158,13 @@ TEST(clearing_drops_the_floors_of_both_kinds) {
   CHECK(read_floor(*t, q, kBudgeted).floor == kBottomKey);
   CHECK(read_floor(*t, q, kFree).floor == kBottomKey);
 }
+
+TEST(a_slot_taken_over_keeps_no_floor_of_the_other_kind) {
+  auto t = empty_table();
+  CHECK(raise_floor(*t, q, kBudgeted, t->seq, JobKey{32768, 50}));
+  CHECK(raise_floor(*t, r, kFree, t->seq, JobKey{32768, 70}));  // r evicts q from the slot
+  CHECK(read_floor(*t, r, kBudgeted).floor == kBottomKey);     // not q's budgeted floor
+  CHECK(raise_floor(*t, q, kFree, t->seq, JobKey{32768, 90}));  // and q takes it back
+  CHECK(read_floor(*t, q, kBudgeted).floor == kBottomKey);
+  CHECK(read_floor(*t, q, kFree).floor == (JobKey{32768, 90}));
+}

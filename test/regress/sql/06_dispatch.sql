@@ -212,7 +212,11 @@ SET session_replication_role = replica;
 INSERT INTO zizq._jobs (queue, type, status, ready_at) VALUES ('cp', 'replicated', 'ready', now());
 RESET session_replication_role;
 SELECT count(*) AS hidden FROM zizq.dequeue(ARRAY['cp']);
+-- zizq.scan_floors() shows where the dequeues of 'cp' start: past every
+-- job (NULL), which hides the replicated one.
+SELECT queue, kind, priority, id FROM zizq.scan_floors() WHERE queue = 'cp';
 SELECT zizq.forget_scan_floors();
+SELECT count(*) AS floors_left FROM zizq.scan_floors();
 SELECT type FROM zizq.dequeue(ARRAY['cp']);
 -- A queue named twice is read once: both jobs come in one call.
 SELECT count(*) AS enqueued FROM zizq.enqueue_many('[{"queue": "dup", "type": "t"}, {"queue": "dup", "type": "t"}]');
