@@ -430,7 +430,9 @@ BudgetedStream open_budgeted(const Request &r, int page) {
   BudgetedStream b{{nullptr, 0, 0, true}, floor.floor, may_raise, floor.seq, core::kBottomKey};
   begin_examined();
   refill_budgeted(r, b, page);
-  if (may_raise) raise_floor_of(r.queues[0], core::FloorKind::Budgeted, floor.seq, examined_min());
+  // (Only when it would move: the raise takes the floors' lock exclusively.)
+  if (may_raise && floor.floor < examined_min())
+    raise_floor_of(r.queues[0], core::FloorKind::Budgeted, floor.seq, examined_min());
   return b;
 }
 
@@ -679,7 +681,8 @@ uint64 fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, Me
   if (may_raise) begin_live_raises(r.queues[0], floor);
   uint64 rows = run_plan(fast_plan(form), args, nulls, false);
   end_live_raises();
-  if (may_raise) raise_floor_of(r.queues[0], core::FloorKind::Free, floor.seq, examined_min());
+  if (may_raise && floor.floor < examined_min())
+    raise_floor_of(r.queues[0], core::FloorKind::Free, floor.seq, examined_min());
   if (form == FastForm::OneQueue)
     note_one_queue_reads(r.hashes[0], rows, r.max_jobs, buffers_read_so_far() - buffers_before);
   int64 *taken = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(rows, 1)));
