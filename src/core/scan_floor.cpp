@@ -22,13 +22,15 @@ bool holds(const FloorSlot &s, const FloorQueue &q) {
 
 FloorView read_floor(const FloorTable &t, const FloorQueue &q, FloorKind kind) {
   const FloorSlot &s = slot_for(t, q.hash);
-  return FloorView{holds(s, q) ? floor_in(s, kind) : kBottomKey, t.seq};
+  return FloorView{holds(s, q) ? floor_in(s, kind) : kBottomKey, s.seq};
 }
+
+uint64_t seq_of(const FloorTable &t, uint32_t hash) { return slot_for(t, hash).seq; }
 
 void lower_floor(FloorTable &t, const FloorQueue &q, FloorKind kind, JobKey key) {
   FloorSlot &s = slot_for(t, q.hash);
   if (holds(s, q) && key < floor_in(s, kind)) floor_in(s, kind) = key;
-  t.seq++;  // even when nothing moved: a dequeue scanning now may not see the job
+  s.seq++;  // even when nothing moved: a dequeue scanning now may not see the job
 }
 
 void lower_floor_of_hash(FloorTable &t, uint32_t database, uint32_t hash, JobKey key) {
@@ -36,7 +38,7 @@ void lower_floor_of_hash(FloorTable &t, uint32_t database, uint32_t hash, JobKey
   if (s.used && s.database == database && s.hash == hash)
     for (JobKey &floor : s.floors)
       if (key < floor) floor = key;
-  t.seq++;  // a dequeue may be scanning past the job as claimed right now
+  s.seq++;  // a dequeue may be scanning past the job as claimed right now
 }
 
 JobKey past_key(JobKey key) {
@@ -45,13 +47,15 @@ JobKey past_key(JobKey key) {
 }
 
 void clear_floors(FloorTable &t) {
-  for (FloorSlot &s : t.slots) s.used = false;
-  t.seq++;
+  for (FloorSlot &s : t.slots) {
+    s.used = false;
+    s.seq++;
+  }
 }
 
 bool raise_floor(FloorTable &t, const FloorQueue &q, FloorKind kind, uint64_t seen_seq, JobKey key) {
-  if (t.seq != seen_seq || q.name.size() > kMaxNameBytes) return false;
   FloorSlot &s = slot_for(t, q.hash);
+  if (s.seq != seen_seq || q.name.size() > kMaxNameBytes) return false;
   if (holds(s, q)) {
     if (!(floor_in(s, kind) < key)) return false;
     floor_in(s, kind) = key;

@@ -14,7 +14,8 @@
 // src/pg/floors.cpp):
 //   * lower: a transaction that made jobs ready (enqueue, release, requeue,
 //     a priority or binding change...) lowers its queues' floors to their
-//     keys after its commit became visible, and bumps `seq`;
+//     keys after its commit became visible, and bumps `seq` (its queue's
+//     slot's);
 //   * raise: a READ COMMITTED dequeue reads (floor, seq) before its
 //     statement's snapshot, scans from the floor, and may raise the floor to
 //     the smallest key its scan met among jobs ready in that snapshot (or
@@ -78,6 +79,11 @@ enum class FloorKind : uint8_t { Free, Budgeted };
 inline constexpr int kFloorKinds = 2;
 
 struct FloorSlot {
+  // Readying commits and released claims of the queues that map to this
+  // slot, whichever holds it: a raise checks only its own slot's count, so
+  // traffic on other queues does not refuse it. Kept when the slot changes
+  // hands or is cleared.
+  uint64_t seq;
   bool used;
   uint32_t database;
   uint32_t hash;
@@ -87,7 +93,6 @@ struct FloorSlot {
 
 // Plain data: it lives in shared memory, zeroed at start (no floors).
 struct FloorTable {
-  uint64_t seq;  // readying commits and released claims so far
   FloorSlot slots[kFloorSlots];
 };
 
@@ -95,6 +100,10 @@ struct FloorView {
   JobKey floor;
   uint64_t seq;
 };
+
+// The `seq` a raise for a queue whose name hashes to `hash` must find
+// unchanged: its slot's.
+uint64_t seq_of(const FloorTable &t, uint32_t hash);
 
 // A queue: its database, name and the name's hash.
 struct FloorQueue {

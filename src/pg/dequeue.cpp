@@ -380,7 +380,7 @@ struct BudgetedStream {
   Stream s;
   core::JobKey from;    // where the next page starts
   bool raising;         // may still raise the queue's budgeted floor
-  uint64 seq;           // floors_seq() read before the first page
+  uint64 seq;           // the floor's seq read before the first page
   core::JobKey passed;  // past the rows the walk went through, all claimed
 };
 
@@ -452,7 +452,7 @@ void pass_budgeted(BudgetedStream &b, const Cand &c, bool claimed) {
 // Claimed jobs count as gone (core/scan_floor.hpp): dequeues that start
 // while this one takes its jobs begin after them.
 void raise_past_walk(const Request &r, const BudgetedStream &b) {
-  if (b.raising && core::kBottomKey < b.passed && floors_seq() == b.seq)
+  if (b.raising && core::kBottomKey < b.passed && floor_seq_of(r.queues[0]) == b.seq)
     raise_floor_of(r.queues[0], core::FloorKind::Budgeted, b.seq, b.passed);
 }
 

@@ -55,7 +55,7 @@ core::FloorView floor_of(const char *queue, core::FloorKind kind) {
   return v;
 }
 
-uint64 floors_seq() { return *static_cast<volatile uint64 *>(&table->seq); }
+uint64 floor_seq_of(const char *queue) { return core::seq_of(*table, queue_hash(queue, strlen(queue))); }
 
 void raise_floor_of(const char *queue, core::FloorKind kind, uint64 seen_seq, core::JobKey key) {
   LWLockAcquire(shared->floor_lock, LW_EXCLUSIVE);
@@ -142,7 +142,7 @@ void raise_past_claimed(core::JobKey key) {
   // A readying commit or a released claim since the statement began
   // refuses every later raise of it: stop asking. (Read without the lock:
   // a stale value costs a refused raise or one skipped, both safe.)
-  if (floors_seq() != live.seq) {
+  if (floor_seq_of(live.queue) != live.seq) {
     live.raising = false;
     return;
   }

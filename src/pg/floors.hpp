@@ -21,10 +21,10 @@ Size floors_size();
 void attach_floors(char *base);
 
 core::FloorView floor_of(const char *queue, core::FloorKind kind);
-// The count of readying commits and released claims so far (read without
-// the lock: a stale value only refuses a raise or makes one that
-// raise_floor_of refuses).
-uint64 floors_seq();
+// The count of readying commits and released claims of the queues that
+// share `queue`'s slot (read without the lock: a stale value only refuses
+// a raise or makes one that raise_floor_of refuses).
+uint64 floor_seq_of(const char *queue);
 void raise_floor_of(const char *queue, core::FloorKind kind, uint64 seen_seq, core::JobKey key);
 // Applies lowerings of committed transactions (xact.cpp), under one lock.
 void lower_floors(const char *const *queues, const core::FloorKind *kinds, const core::JobKey *keys, int n);

@@ -36,10 +36,26 @@ TEST(a_readying_commit_between_read_and_raise_refuses_the_raise) {
   CHECK(read_floor(*t, q, kFree).floor == kBottomKey);
 }
 
-TEST(a_readying_commit_of_another_queue_also_refuses_it) {
+TEST(a_readying_commit_of_a_queue_sharing_the_slot_also_refuses_it) {
+  auto t = empty_table();
+  FloorView v = read_floor(*t, q, kFree);
+  lower_floor(*t, r, kFree, JobKey{1, 1});  // r maps to q's slot: the lowering cannot tell them apart
+  CHECK(!raise_floor(*t, q, kFree, v.seq, kAboveAllKeys));
+}
+
+TEST(a_readying_commit_of_a_queue_of_another_slot_does_not) {
   auto t = empty_table();
   FloorView v = read_floor(*t, q, kFree);
   lower_floor(*t, other, kFree, JobKey{1, 1});
+  lower_floor_of_hash(*t, kDb, other.hash, JobKey{1, 1});
+  CHECK(raise_floor(*t, q, kFree, v.seq, kAboveAllKeys));
+}
+
+TEST(a_slot_keeps_counting_when_it_changes_hands) {
+  auto t = empty_table();
+  FloorView v = read_floor(*t, q, kFree);  // q has no slot yet
+  CHECK(raise_floor(*t, r, kFree, seq_of(*t, r.hash), JobKey{32768, 5}));
+  lower_floor(*t, q, kFree, JobKey{1, 1});  // q holds no slot: nothing moves, but the count does
   CHECK(!raise_floor(*t, q, kFree, v.seq, kAboveAllKeys));
 }
 
@@ -55,15 +71,15 @@ TEST(lowering_takes_the_smaller_key) {
 
 TEST(a_raise_never_lowers) {
   auto t = empty_table();
-  CHECK(raise_floor(*t, q, kFree, t->seq, JobKey{32768, 50}));
-  CHECK(!raise_floor(*t, q, kFree, t->seq, JobKey{32768, 20}));
+  CHECK(raise_floor(*t, q, kFree, seq_of(*t, q.hash), JobKey{32768, 50}));
+  CHECK(!raise_floor(*t, q, kFree, seq_of(*t, q.hash), JobKey{32768, 20}));
   CHECK(read_floor(*t, q, kFree).floor == (JobKey{32768, 50}));
 }
 
 TEST(a_queue_sharing_the_slot_evicts_and_the_evicted_queue_scans_everything) {
   auto t = empty_table();
-  CHECK(raise_floor(*t, q, kFree, t->seq, JobKey{32768, 50}));
-  CHECK(raise_floor(*t, r, kFree, t->seq, JobKey{32768, 70}));
+  CHECK(raise_floor(*t, q, kFree, seq_of(*t, q.hash), JobKey{32768, 50}));
+  CHECK(raise_floor(*t, r, kFree, seq_of(*t, r.hash), JobKey{32768, 70}));
   CHECK(read_floor(*t, q, kFree).floor == kBottomKey);
   CHECK(read_floor(*t, r, kFree).floor == (JobKey{32768, 70}));
   lower_floor(*t, q, kFree, JobKey{1, 1});  // no slot: r's floor stays
@@ -72,19 +88,19 @@ TEST(a_queue_sharing_the_slot_evicts_and_the_evicted_queue_scans_everything) {
 
 TEST(queues_with_the_same_hash_are_told_apart_by_name) {
   auto t = empty_table();
-  CHECK(raise_floor(*t, q, kFree, t->seq, JobKey{32768, 50}));
+  CHECK(raise_floor(*t, q, kFree, seq_of(*t, q.hash), JobKey{32768, 50}));
   CHECK(read_floor(*t, q2, kFree).floor == kBottomKey);
 }
 
 TEST(a_queue_of_the_same_name_in_another_database_is_another_queue) {
   auto t = empty_table();
-  CHECK(raise_floor(*t, q, kFree, t->seq, kAboveAllKeys));
+  CHECK(raise_floor(*t, q, kFree, seq_of(*t, q.hash), kAboveAllKeys));
   CHECK(read_floor(*t, q_other_db, kFree).floor == kBottomKey);
 }
 
 TEST(clearing_drops_every_floor_and_refuses_raises_in_progress) {
   auto t = empty_table();
-  CHECK(raise_floor(*t, q, kFree, t->seq, JobKey{32768, 50}));
+  CHECK(raise_floor(*t, q, kFree, seq_of(*t, q.hash), JobKey{32768, 50}));
   FloorView v = read_floor(*t, q, kFree);
   clear_floors(*t);
   CHECK(read_floor(*t, q, kFree).floor == kBottomKey);
@@ -93,7 +109,7 @@ TEST(clearing_drops_every_floor_and_refuses_raises_in_progress) {
 
 TEST(a_released_claim_lowers_the_floor_of_its_queues_hash) {
   auto t = empty_table();
-  CHECK(raise_floor(*t, q, kFree, t->seq, past_key(JobKey{32768, 60})));  // a dequeue claimed 60
+  CHECK(raise_floor(*t, q, kFree, seq_of(*t, q.hash), past_key(JobKey{32768, 60})));  // a dequeue claimed 60
   CHECK(read_floor(*t, q, kFree).floor == (JobKey{32768, 61}));
   FloorView v = read_floor(*t, q, kFree);
   lower_floor_of_hash(*t, kDb, q.hash, JobKey{32768, 60});  // its rollback
@@ -103,7 +119,7 @@ TEST(a_released_claim_lowers_the_floor_of_its_queues_hash) {
 
 TEST(a_released_claim_lowers_a_queue_sharing_the_hash_but_not_another_database) {
   auto t = empty_table();
-  CHECK(raise_floor(*t, q, kFree, t->seq, JobKey{32768, 50}));
+  CHECK(raise_floor(*t, q, kFree, seq_of(*t, q.hash), JobKey{32768, 50}));
   lower_floor_of_hash(*t, kDb + 1, q.hash, JobKey{32768, 10});
   CHECK(read_floor(*t, q, kFree).floor == (JobKey{32768, 50}));
   lower_floor_of_hash(*t, kDb, q.hash, JobKey{32768, 10});
@@ -121,10 +137,10 @@ TEST(past_key_is_the_next_key_in_dispatch_order) {
 
 TEST(a_queue_has_a_floor_per_kind_that_moves_alone) {
   auto t = empty_table();
-  CHECK(raise_floor(*t, q, kBudgeted, t->seq, JobKey{32768, 50}));
+  CHECK(raise_floor(*t, q, kBudgeted, seq_of(*t, q.hash), JobKey{32768, 50}));
   CHECK(read_floor(*t, q, kBudgeted).floor == (JobKey{32768, 50}));
   CHECK(read_floor(*t, q, kFree).floor == kBottomKey);  // the slot is new: no free floor yet
-  CHECK(raise_floor(*t, q, kFree, t->seq, JobKey{32768, 80}));
+  CHECK(raise_floor(*t, q, kFree, seq_of(*t, q.hash), JobKey{32768, 80}));
   lower_floor(*t, q, kFree, JobKey{32768, 10});  // a free job made ready
   CHECK(read_floor(*t, q, kFree).floor == (JobKey{32768, 10}));
   CHECK(read_floor(*t, q, kBudgeted).floor == (JobKey{32768, 50}));
@@ -143,8 +159,8 @@ TEST(a_readying_commit_of_either_kind_refuses_raises_of_both) {
 
 TEST(a_released_claim_lowers_both_floors_of_its_queue) {
   auto t = empty_table();
-  CHECK(raise_floor(*t, q, kBudgeted, t->seq, JobKey{32768, 50}));
-  CHECK(raise_floor(*t, q, kFree, t->seq, JobKey{32768, 40}));
+  CHECK(raise_floor(*t, q, kBudgeted, seq_of(*t, q.hash), JobKey{32768, 50}));
+  CHECK(raise_floor(*t, q, kFree, seq_of(*t, q.hash), JobKey{32768, 40}));
   lower_floor_of_hash(*t, kDb, q.hash, JobKey{32768, 45});
   CHECK(read_floor(*t, q, kFree).floor == (JobKey{32768, 40}));
   CHECK(read_floor(*t, q, kBudgeted).floor == (JobKey{32768, 45}));
@@ -152,8 +168,8 @@ TEST(a_released_claim_lowers_both_floors_of_its_queue) {
 
 TEST(clearing_drops_the_floors_of_both_kinds) {
   auto t = empty_table();
-  CHECK(raise_floor(*t, q, kBudgeted, t->seq, JobKey{32768, 50}));
-  CHECK(raise_floor(*t, q, kFree, t->seq, JobKey{32768, 50}));
+  CHECK(raise_floor(*t, q, kBudgeted, seq_of(*t, q.hash), JobKey{32768, 50}));
+  CHECK(raise_floor(*t, q, kFree, seq_of(*t, q.hash), JobKey{32768, 50}));
   clear_floors(*t);
   CHECK(read_floor(*t, q, kBudgeted).floor == kBottomKey);
   CHECK(read_floor(*t, q, kFree).floor == kBottomKey);
@@ -161,10 +177,10 @@ TEST(clearing_drops_the_floors_of_both_kinds) {
 
 TEST(a_slot_taken_over_keeps_no_floor_of_the_other_kind) {
   auto t = empty_table();
-  CHECK(raise_floor(*t, q, kBudgeted, t->seq, JobKey{32768, 50}));
-  CHECK(raise_floor(*t, r, kFree, t->seq, JobKey{32768, 70}));  // r evicts q from the slot
+  CHECK(raise_floor(*t, q, kBudgeted, seq_of(*t, q.hash), JobKey{32768, 50}));
+  CHECK(raise_floor(*t, r, kFree, seq_of(*t, r.hash), JobKey{32768, 70}));  // r evicts q from the slot
   CHECK(read_floor(*t, r, kBudgeted).floor == kBottomKey);     // not q's budgeted floor
-  CHECK(raise_floor(*t, q, kFree, t->seq, JobKey{32768, 90}));  // and q takes it back
+  CHECK(raise_floor(*t, q, kFree, seq_of(*t, q.hash), JobKey{32768, 90}));  // and q takes it back
   CHECK(read_floor(*t, q, kBudgeted).floor == kBottomKey);
   CHECK(read_floor(*t, q, kFree).floor == (JobKey{32768, 90}));
 }
