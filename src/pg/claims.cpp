@@ -182,12 +182,14 @@ using namespace zizq::pg;
 
 extern "C" {
 
-// zizq._unclaimed(id, priority): whether no open dequeue has claimed the
-// job. The budgeted read skips those in SQL; it claims only the candidates
-// its walk considers, so that a row it reads ahead stays free for other
-// workers. The last filter of the read, so it sees every job ready in the
-// statement's snapshot that the scan reached, claimed or not: the smallest
-// of their keys is how far the queue's budgeted floor may rise.
+// zizq._unclaimed(id, priority, queue): whether no open dequeue has claimed
+// the job. The budgeted read skips those in SQL; it claims only the
+// candidates its walk considers, so that a row it reads ahead stays free
+// for other workers. The last filter of the read, so it sees every job
+// ready in the statement's snapshot that the scan reached, claimed or not:
+// the smallest of their keys is how far the queue's budgeted floor may
+// rise, and one claimed at another key (moved since) keeps the walk from
+// raising past it.
 PG_FUNCTION_INFO_V1(zizq_unclaimed);
 Datum zizq_unclaimed(PG_FUNCTION_ARGS) {
   int64 id = PG_GETARG_INT64(0);

@@ -270,8 +270,8 @@ SPIPlanPtr still_free_plan = nullptr;
 // most dropped claims are of that kind in a busy drain, and lowering for
 // them would refuse every live raise in progress. A job moved meanwhile was
 // lowered at its new key by the move's commit, and no scan passed it there
-// while it was claimed (claims.hpp, Moved). It runs a query: SPI_tuptable is not the caller's
-// afterwards.
+// while it was claimed (claims.hpp, Moved). It runs a query: SPI_tuptable
+// is not the caller's afterwards.
 void release_dropped_claims(const int64 *ids, int n) {
   if (n == 0) return;
   // Asked while the jobs are still claimed and their claims recorded: an
