@@ -25,7 +25,11 @@ FloorView read_floor(const FloorTable &t, const FloorQueue &q, FloorKind kind) {
   return FloorView{holds(s, q) ? floor_in(s, kind) : kBottomKey, s.seq};
 }
 
-uint64_t seq_of(const FloorTable &t, uint32_t hash) { return slot_for(t, hash).seq; }
+// Read without the lock by the PostgreSQL side (a hint; raise_floor checks
+// again under it): volatile, so that each call reads memory.
+uint64_t seq_of(const FloorTable &t, uint32_t hash) {
+  return *static_cast<const volatile uint64_t *>(&slot_for(t, hash).seq);
+}
 
 void lower_floor(FloorTable &t, const FloorQueue &q, FloorKind kind, JobKey key) {
   FloorSlot &s = slot_for(t, q.hash);

@@ -35,7 +35,8 @@
 // meets (zizq._unclaimed) and raises the floor to the first; the admission
 // walk then goes through the read rows in order and, at its end, raises
 // the floor past the longest run of them, from the first, that were all
-// claimed (taken by it, or held by another open dequeue). Parked jobs are
+// claimed (taken by it, or held by another open dequeue); a refusal in the
+// walk releases its claim, which refuses the raise. Parked jobs are
 // in neither set: the dispatcher offers them; unparking one is a readying
 // change.
 //

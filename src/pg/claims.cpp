@@ -22,6 +22,7 @@ struct Stripe {
   int64 slots[kSlotsPerStripe];     // 0 = empty; else a job id, with kPaidBit once paid
   int owners[kSlotsPerStripe];      // the claimer's pgprocno
   ClaimKey keys[kSlotsPerStripe];   // where the claimer found the job
+  Oid databases[kSlotsPerStripe];   // and in which database (job ids repeat across databases)
 };
 
 int64 job_of(int64 slot) { return slot & ~kPaidBit; }
@@ -56,6 +57,7 @@ void erase_at(Stripe &st, uint32 i) {
       st.slots[i] = st.slots[j];
       st.owners[i] = st.owners[j];
       st.keys[i] = st.keys[j];
+      st.databases[i] = st.databases[j];
       st.slots[j] = 0;
       i = j;
     }
@@ -72,7 +74,11 @@ Size claims_size() { return mul_size(kClaimStripes, sizeof(Stripe)); }
 
 void attach_claims(char *base) { stripes = reinterpret_cast<Stripe *>(base); }
 
-bool same_key(const ClaimKey &a, const ClaimKey &b) { return a.queue_hash == b.queue_hash && a.priority == b.priority; }
+// Whether the claim in slot i was made at `key` in this database.
+bool claimed_at(const Stripe &st, uint32 i, const ClaimKey &key) {
+  return st.databases[i] == MyDatabaseId && st.keys[i].queue_hash == key.queue_hash &&
+         st.keys[i].priority == key.priority;
+}
 
 Claim claim_job(int64 job_id, ClaimKey key) {
   uint32 h = mix(job_id);
@@ -81,11 +87,12 @@ Claim claim_job(int64 job_id, ClaimKey key) {
   LWLockAcquire(lock_of(h), LW_EXCLUSIVE);
   uint32 i = find_slot(st, h, job_id);
   if (st.slots[i] != 0) {
-    result = st.owners[i] == MyProc->pgprocno ? Claim::Ours : same_key(st.keys[i], key) ? Claim::Busy : Claim::Moved;
+    result = st.owners[i] == MyProc->pgprocno ? Claim::Ours : claimed_at(st, i, key) ? Claim::Busy : Claim::Moved;
   } else if (st.count < kSlotsPerStripe / 2) {
     st.slots[i] = job_id;
     st.owners[i] = MyProc->pgprocno;
     st.keys[i] = key;
+    st.databases[i] = MyDatabaseId;
     st.count++;
     result = Claim::Claimed;
   }
@@ -159,7 +166,7 @@ ClaimHolder claim_holder(int64 job_id, ClaimKey key) {
   LWLockAcquire(lock_of(h), LW_SHARED);
   uint32 i = find_slot(st, h, job_id);
   ClaimHolder holder = st.slots[i] == 0 ? ClaimHolder::None
-                       : same_key(st.keys[i], key) ? ClaimHolder::SameKey
+                       : claimed_at(st, i, key) ? ClaimHolder::SameKey
                                                    : ClaimHolder::OtherKey;
   LWLockRelease(lock_of(h));
   return holder;

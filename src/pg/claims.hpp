@@ -35,7 +35,8 @@ struct ClaimKey {
 
 // Claimed: ours now. Ours: this backend's transaction holds it already.
 // Busy: another transaction holds it, found at the same key. Moved: another
-// holds it, found at another key (the job moved since). Untracked: the
+// holds it, found at another key (the job moved since) or in another
+// database (another job with the same id). Untracked: the
 // table is full; proceed, the row lock decides.
 enum class Claim { Claimed, Ours, Busy, Moved, Untracked };
 Claim claim_job(int64 job_id, ClaimKey key);

@@ -268,7 +268,8 @@ SPIPlanPtr still_free_plan = nullptr;
 // re-check found taken by a commit the statement's snapshot missed is not
 // ready (and a commit that makes it ready again lowers the floor itself):
 // most dropped claims are of that kind in a busy drain, and lowering for
-// them would refuse every live raise in progress. A job moved meanwhile was
+// them would refuse every live raise in progress in the queues of the
+// slot. A job moved meanwhile was
 // lowered at its new key by the move's commit, and no scan passed it there
 // while it was claimed (claims.hpp, Moved). It runs a query: SPI_tuptable
 // is not the caller's afterwards.
@@ -442,8 +443,9 @@ BudgetedStream open_budgeted(const Request &r, int page) {
 // dequeue, whose release would lower the floor to them) and those the read
 // skipped as claimed (one claimed at another key stops the raises: see
 // refill_budgeted). A row held at another key, ours already or beyond the
-// claim table, or one the walk refused (its release lowers the floor),
-// ends the run: the floor may rise past the rows before it.
+// claim table, ends the run: the floor may rise past the rows before it.
+// One the walk refused does too, and its release lowers the floor and
+// bumps the slot's seq, which refuses the walk's raise altogether.
 void pass_budgeted(BudgetedStream &b, const Cand &c, bool claimed) {
   if (!claimed) b.raising = false;
   if (b.raising) b.passed = core::past_key(core::JobKey{c.priority, c.id});

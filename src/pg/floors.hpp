@@ -4,11 +4,11 @@
 //
 // Lowered after every commit that made such jobs ready (enqueue, and the
 // job_update trigger for every other path), before its waiters are woken,
-// and when a claim ends without its job taken (claims.hpp). A free floor is raised by the dequeue's single-statement
-// take (dequeue.cpp), past each job it claims while it runs and to the
-// first ready job it met when it ends; a budgeted floor by the budgeted
-// read, to the first ready job it met, and by the admission walk, past the
-// claimed jobs it went through.
+// and when a claim ends without its job taken (claims.hpp). A free floor
+// is raised by the dequeue's single-statement take (dequeue.cpp), past each
+// job it claims while it runs and to the first ready job it met when it
+// ends; a budgeted floor by the budgeted read, to the first ready job it
+// met, and by the admission walk, past the claimed jobs it went through.
 #pragma once
 
 #include "core/scan_floor.hpp"

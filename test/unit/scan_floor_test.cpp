@@ -184,3 +184,11 @@ TEST(a_slot_taken_over_keeps_no_floor_of_the_other_kind) {
   CHECK(read_floor(*t, q, kBudgeted).floor == kBottomKey);
   CHECK(read_floor(*t, q, kFree).floor == (JobKey{32768, 90}));
 }
+
+TEST(a_released_claim_of_a_queue_sharing_the_slot_refuses_raises_in_progress) {
+  auto t = empty_table();
+  FloorView v = read_floor(*t, q, kFree);
+  lower_floor_of_hash(*t, kDb, r.hash, JobKey{32768, 5});  // r's claim: q's floor stays, the count moves
+  CHECK(read_floor(*t, q, kFree).floor == kBottomKey);
+  CHECK(!raise_floor(*t, q, kFree, v.seq, kAboveAllKeys));
+}
