@@ -288,9 +288,14 @@ void latency(const Args &a) {
   }
   stop = true;
   for (auto &t : workers) t.join();
+  // The commit lies between the enqueue's call and its return, and a woken
+  // worker often returns before the producer hears of the commit, so the
+  // time from the return can be negative. The headline is the time from the
+  // call: an upper bound that includes the commit's own flush.
   std::vector<double> after = lat.from_return(), before = lat.from_call();
-  report(a, "1 producer, 4 workers blocked in dequeue(wait), one job at a time", percentile(after, 50),
-         "ms p50", {{"latency_ms", latency_json(after)}, {"latency_from_call_ms", latency_json(before)}});
+  report(a, "1 producer, 4 workers blocked in dequeue(wait), one job at a time", percentile(before, 50),
+         "ms p50 from the enqueue's call",
+         {{"latency_ms", latency_json(after)}, {"latency_from_call_ms", latency_json(before)}});
 }
 
 void steady(const Args &a) {

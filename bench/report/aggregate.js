@@ -227,11 +227,13 @@ function report(dir) {
   atLeast("enqueue_single", "jobs/s (#2)", 5000);
   atLeast("enqueue_batch", "jobs/s (#2)", 80000);
   target("latency", "p50 <= 2 ms, p99 <= 10 ms (#2)", () => {
-    const runsOf = runs.filter((r) => r.system === "zizq" && r.label === "latency" && !r.error && r.latency_ms);
+    // Judged from the enqueue's call (an upper bound: the commit lies between
+    // the call and the return); the time from the return is a lower bound.
+    const runsOf = runs.filter((r) => r.system === "zizq" && r.label === "latency" && !r.error && r.latency_from_call_ms);
     if (!runsOf.length) return { met: null, detail: "no data" };
-    const p50s = runsOf.map((r) => r.latency_ms.p50), p99s = runsOf.map((r) => r.latency_ms.p99);
+    const p50s = runsOf.map((r) => r.latency_from_call_ms.p50), p99s = runsOf.map((r) => r.latency_from_call_ms.p99);
     const m50 = median(p50s), m99 = median(p99s);
-    return { met: m50 <= 2 && m99 <= 10, detail: `p50 ${fmt(m50)} ms, p99 ${fmt(m99)} ms (from the enqueue's return)` };
+    return { met: m50 <= 2 && m99 <= 10, detail: `p50 ${fmt(m50)} ms, p99 ${fmt(m99)} ms (from the enqueue's call)` };
   });
   shareOf("retained", "drain", "within 10% of drain (#2)", 0.9);
   shareOf("drain_wif", "drain", ">= 80% of drain (#3)", 0.8);

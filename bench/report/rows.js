@@ -35,7 +35,7 @@ const ROWS = [
     title: "limited, pg-boss policy singleton", unit: "jobs/s", better: "higher", metric: jobsPerS,
     peers: ["pg-boss"], concurrency: true },
   // zizq only
-  { id: "latency", title: "enqueue commit -> blocked worker, p50", unit: "ms", better: "lower", metric: zizqValue },
+  { id: "latency", title: "enqueue call -> blocked worker, p50", unit: "ms", better: "lower", metric: zizqValue },
   { id: "roundtrip", title: "drain, dequeue 1 + complete 1", unit: "jobs/s", better: "higher", metric: zizqValue },
   { id: "drain_wif", title: "drain, jobs under while_in_flight", unit: "jobs/s", better: "higher", metric: zizqValue },
   { id: "drain_tb", title: "drain, jobs under time_based", unit: "jobs/s", better: "higher", metric: zizqValue },
