@@ -14,6 +14,9 @@ const jobsPerS = (r) => num(r.system === "zizq" ? r.value : r.jobs_per_s);
 const drainRate = (r) => num(r.system === "zizq" ? r.value : r.jobs_per_s_from_first_job);
 const p50 = (r) => num(r.latency_ms && r.latency_ms.p50);
 const zizqValue = (r) => num(r.value);
+// From the enqueue's call (an upper bound; runs before 0561e6c had the time
+// from the return as their value).
+const fromCallP50 = (r) => num(r.latency_from_call_ms && r.latency_from_call_ms.p50);
 
 // id: the row (and the scenario name in the ratio lines); label: the runs it
 // reads, per system when they differ; peers: the systems compared with zizq.
@@ -35,7 +38,7 @@ const ROWS = [
     title: "limited, pg-boss policy singleton", unit: "jobs/s", better: "higher", metric: jobsPerS,
     peers: ["pg-boss"], concurrency: true },
   // zizq only
-  { id: "latency", title: "enqueue call -> blocked worker, p50", unit: "ms", better: "lower", metric: zizqValue },
+  { id: "latency", title: "enqueue call -> blocked worker, p50", unit: "ms", better: "lower", metric: fromCallP50 },
   { id: "roundtrip", title: "drain, dequeue 1 + complete 1", unit: "jobs/s", better: "higher", metric: zizqValue },
   { id: "drain_wif", title: "drain, jobs under while_in_flight", unit: "jobs/s", better: "higher", metric: zizqValue },
   { id: "drain_tb", title: "drain, jobs under time_based", unit: "jobs/s", better: "higher", metric: zizqValue },
