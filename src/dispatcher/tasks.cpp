@@ -209,6 +209,9 @@ bool load_state() {
   shared->loading = false;
   shared->budgets_loaded = true;
   LWLockRelease(shared->budget_lock);
+  // Workers that looked while budgets were not loaded passed budgeted jobs
+  // by without asking for their parking: they look again now.
+  wake_all_waiters();
   if (missing > 0)
     ereport(WARNING, (errmsg("zizq: %d budgets exceed zizq.max_budgets = %d; their jobs cannot be dispatched",
                              missing, guc_max_budgets)));

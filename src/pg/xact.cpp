@@ -59,6 +59,9 @@ struct Op {
 Op *ops = nullptr;
 int nops = 0;
 int capacity = 0;
+// This transaction's budget ops went to the replay log at PRE_COMMIT, for a
+// load under way: commit_all must not apply them as well.
+bool budget_ops_logged = false;
 
 void forget_commit_mode();  // below, with the commit modes
 
@@ -72,6 +75,7 @@ void forget_all() {
   end_own_insert();
   end_live_raises();
   forget_commit_mode();
+  budget_ops_logged = false;
 }
 
 Op &push(Kind kind) {
@@ -251,12 +255,32 @@ void lower_committed_floors() {
   lower_floors(queues, kinds, keys, n);
 }
 
+bool is_budget_op(Kind k) { return k >= Kind::Release && k <= Kind::Dirty; }
+
+// Before the commit becomes visible: while the dispatcher loads budgets, the
+// budget ops go to its replay log now. Deciding at commit left a window: a
+// load whose snapshot already saw this commit could finish before
+// commit_all ran, which then applied the ops too (a release taken off twice,
+// a while_in_flight limit exceeded). Logged now, the entry is replayed only
+// if the load's snapshot did not see the commit.
+void log_budget_ops_if_loading() {
+  bool any = false;
+  for (int i = 0; i < nops && !any; ++i) any = is_budget_op(ops[i].kind);
+  if (!any) return;
+  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+  if (shared->loading) {
+    for (int i = 0; i < nops; ++i) log_budget_op(ops[i]);
+    budget_ops_logged = true;
+  }
+  LWLockRelease(shared->budget_lock);
+}
+
 void commit_all() {
   bool budget_ops = false, wake_dispatcher_now = false;
   TimestampTz wake_before = 0;
   for (int i = 0; i < nops; ++i) {
     Kind k = ops[i].kind;
-    budget_ops = budget_ops || (k >= Kind::Release && k <= Kind::Dirty);
+    budget_ops = budget_ops || (is_budget_op(k) && !budget_ops_logged);
     wake_dispatcher_now = wake_dispatcher_now || k == Kind::WakeDispatcher;
     if (k == Kind::WakeDispatcherBefore && (wake_before == 0 || ops[i].when < wake_before)) wake_before = ops[i].when;
   }
@@ -366,6 +390,7 @@ void forget_commit_mode() {
 void on_xact(XactEvent event, void *) {
   switch (event) {
     case XACT_EVENT_PRE_COMMIT:
+      if (nops > 0 && shared != nullptr) log_budget_ops_if_loading();
       choose_commit_mode();
       break;
     case XACT_EVENT_PRE_PREPARE:
