@@ -264,6 +264,11 @@ bool is_budget_op(Kind k) { return k >= Kind::Release && k <= Kind::Dirty; }
 // a while_in_flight limit exceeded). Logged now, the entry is replayed only
 // if the load's snapshot did not see the commit.
 void log_budget_ops_if_loading() {
+  // Unlocked first read, to keep budget_lock off every commit: loading turns
+  // on only when shared memory is set up or reset after a log overflow, and
+  // a commit that misses that turn is logged by commit_all (the reload after
+  // an overflow waits for every older writer).
+  if (!static_cast<volatile Shared *>(shared)->loading) return;
   bool any = false;
   for (int i = 0; i < nops && !any; ++i) any = is_budget_op(ops[i].kind);
   if (!any) return;
