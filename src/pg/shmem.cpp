@@ -187,7 +187,27 @@ BudgetEntry *add_budget(int32 id, const core::Policy &p) {
   return b;
 }
 
+namespace {
+
+// Takes a budget's entry out of the dirty ring. Left there, a dropped
+// budget's entry would still count: with every budget of a full table dirty,
+// the next one marked would overwrite a live budget's entry, whose flag
+// would then stay set and keep it from ever being marked (and evaluated)
+// again.
+void forget_dirty(int32 id) {
+  int kept = 0;
+  for (int i = 0; i < shared->dirty_count; ++i) {
+    int32 entry = dirty_ring[(shared->dirty_head + i) % guc_max_budgets];
+    if (entry != id) dirty_ring[(shared->dirty_head + kept++) % guc_max_budgets] = entry;
+  }
+  shared->dirty_count = kept;
+}
+
+}  // namespace
+
 void remove_budget(int32 id) {
+  BudgetEntry *b = find_budget(id);
+  if (b != nullptr && b->dirty) forget_dirty(id);
   hash_search(budget_hash, &id, HASH_REMOVE, nullptr);
   for (int i = 0; i < shared->offer_high; ++i)
     if (offers[i].job_id != 0 && offers[i].line_budget == id) remove_offer(i);
