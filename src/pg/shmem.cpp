@@ -231,6 +231,7 @@ void mark_dirty(BudgetEntry *b) {
   int tail = (shared->dirty_head + shared->dirty_count) % guc_max_budgets;
   dirty_ring[tail] = b->id;
   shared->dirty_count++;
+  shared->dirty_marks++;
 }
 
 int32 pop_dirty() {

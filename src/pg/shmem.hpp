@@ -119,6 +119,7 @@ struct Shared {
   bool replay_overflow;
   int dirty_head;
   int dirty_count;
+  uint64 dirty_marks;  // budgets marked so far: has a section marked any?
   int park_count;
   int offer_count;
   int offer_high;  // slots [0, offer_high) may be in use
