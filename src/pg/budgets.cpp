@@ -56,9 +56,14 @@ bool find_budget_row(const char *key, KeySlot *slot) {
 }
 
 void check_budget_limit() {
+  // A level of its own: zizq._budget_created (called from SQL) reaches here
+  // with nothing connected, and its SPI calls crashed the backend.
+  if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
   prepared(count_plan, "SELECT count(*) FROM zizq.budgets", {});
   run_plan(count_plan, nullptr, nullptr, false, 1);
-  if (column_int64(0, 1) >= guc_max_budgets)
+  int64 count = column_int64(0, 1);
+  SPI_finish();
+  if (count >= guc_max_budgets)
     ereport(ERROR, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
                     errmsg("budget limit reached: zizq.max_budgets = %d budgets exist", guc_max_budgets),
                     errhint("delete unused budgets, or raise zizq.max_budgets and restart the server")));

@@ -125,33 +125,52 @@ bool refund_locked(BudgetEntry *b, int32 cost, int64 now) {
   return dirtied;
 }
 
+// While budgets load, the entries this transaction logged at once (a
+// budget created, jobs parked) are replayed if its top-level transaction
+// commits, and a rolled-back subtransaction must not count: log their
+// opposites, replayed or skipped with them.
+void log_compensations(int from) {
+  for (int i = nops - 1; i >= from; --i) {
+    if (ops[i].kind == Kind::BudgetCreated) log_replay(ReplayEntry::Dropped, ops[i].budget, 0, nullptr);
+    if (ops[i].kind == Kind::ParkedRaise) log_replay(ReplayEntry::ParkedDrop, ops[i].budget, ops[i].value, nullptr);
+  }
+}
+
+// Undoes the budget ops of [from, nops) applied at once (budget_lock held).
+void undo_budget_ops(int from, int64 now) {
+  for (int i = nops - 1; i >= from; --i) {
+    const Op &op = ops[i];
+    if (op.kind == Kind::BudgetCreated) {
+      remove_budget(op.budget);
+      continue;
+    }
+    BudgetEntry *b = find_budget(op.budget);
+    if (b == nullptr) continue;
+    if (op.kind == Kind::Debit) {
+      refund_locked(b, op.value, now);
+    } else if (op.kind == Kind::ParkedRaise) {
+      b->parked[op.value] = ZZ_MAX(0, b->parked[op.value] - 1);
+    }
+  }
+}
+
 // Undoes ops [from, nops) that were applied at once; drops the rest.
 void undo_from(int from) {
   bool any_budget_op = false;
   for (int i = from; i < nops; ++i) any_budget_op = any_budget_op || is_budget_undo(ops[i].kind);
   release_claims(from, /*taken=*/false);
   bool dirtied = false;
-  // Before budgets are loaded there is nothing to undo: shared memory holds
-  // no budget state, and the dispatcher's replay skips aborted changes.
-  if (any_budget_op && shared->budgets_loaded) {
-    int64 now = monotonic_us();
+  if (any_budget_op) {
+    // budgets_loaded is read under the lock: a load that ended meanwhile
+    // replayed this transaction's entries (it was still running), and they
+    // are undone here.
     LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
-    int dirty_before = shared->dirty_count;
-    for (int i = nops - 1; i >= from; --i) {
-      const Op &op = ops[i];
-      if (op.kind == Kind::BudgetCreated) {
-        remove_budget(op.budget);
-        continue;
-      }
-      BudgetEntry *b = find_budget(op.budget);
-      if (b == nullptr) continue;
-      if (op.kind == Kind::Debit) {
-        refund_locked(b, op.value, now);
-      } else if (op.kind == Kind::ParkedRaise) {
-        b->parked[op.value] = ZZ_MAX(0, b->parked[op.value] - 1);
-      }
-    }
-    dirtied = shared->dirty_count > dirty_before;
+    uint64 marks_before = shared->dirty_marks;
+    if (shared->budgets_loaded)
+      undo_budget_ops(from, monotonic_us());
+    else if (shared->loading)
+      log_compensations(from);
+    dirtied = shared->dirty_marks != marks_before;
     LWLockRelease(shared->budget_lock);
   }
   if (dirtied) wake_dispatcher();
@@ -296,13 +315,13 @@ void commit_all() {
   if (budget_ops) {
     int64 now = monotonic_us();
     LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
-    int dirty_before = shared->dirty_count;
+    uint64 marks_before = shared->dirty_marks;
     if (shared->loading) {
       for (int i = 0; i < nops; ++i) log_budget_op(ops[i]);
     } else if (shared->budgets_loaded) {
       for (int i = 0; i < nops; ++i) apply_budget_op(ops[i], now, handoffs);
     }
-    wake_dispatcher_now = wake_dispatcher_now || shared->dirty_count > dirty_before;
+    wake_dispatcher_now = wake_dispatcher_now || shared->dirty_marks != marks_before;
     LWLockRelease(shared->budget_lock);
   }
   for (int i = 0; i < handoffs.n; ++i) (void)wake_waiters(handoffs.queues[i], 1);

@@ -106,5 +106,32 @@ $q->(q{SELECT count(*) FROM zizq.enqueue_many('[{"queue": "r", "type": "t", "bud
                                                 {"queue": "r", "type": "t", "budgets": [{"key": "two"}]}]')});
 is($q->(q{SELECT count(*) FROM zizq.dequeue(ARRAY['r'], 5)}), '1', 'one more job runs, not two');
 
+# A budget created in a subtransaction that rolled back before the load, in
+# a transaction still open during the load and committed after it, is not
+# loaded: its creation was logged under the top-level transaction, which the
+# load's snapshot saw running. The load is held back by a lock on
+# zizq._job_errors this time, which leaves zizq.budgets writable.
+$q->(q{BEGIN; LOCK TABLE zizq._job_errors IN ACCESS EXCLUSIVE MODE; PREPARE TRANSACTION 'hold'});
+$node->restart;
+is($q->('SELECT budgets_loaded FROM zizq.dispatcher_state()'), 'f', 'the second load waits for the lock');
+($in, $out, $err) = ('', '', '');
+my $creator = IPC::Run::start(
+	[ $node->installed_command('psql'), '-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1',
+	  '-h', $node->host, '-p', $node->port, '-d', 'postgres' ],
+	'<', \$in, '>', \$out, '2>', \$err);
+$in .= q{BEGIN;
+SAVEPOINT s; SELECT zizq.define_budget('ghost', 1, 'while_in_flight'); ROLLBACK TO s;
+SELECT zizq.define_budget('kept', 1, 'while_in_flight');
+SELECT 'created';
+};
+$creator->pump until $out =~ /created/ || !$creator->pumpable;
+like($out, qr/created/, 'budgets created while the load waits') or diag($err);
+$q->(q{COMMIT PREPARED 'hold'});
+ZizqNode::wait_loaded($node);
+$in .= "COMMIT;\n\\q\n";
+$creator->finish;
+is($q->(q{SELECT string_agg(key, ',' ORDER BY key) FROM zizq.budgets}), 'kept,two', 'the rolled-back budget is gone');
+is($q->(q{SELECT budgets FROM zizq.dispatcher_state()}), '2', 'shared memory holds the same two budgets');
+
 $node->stop;
 done_testing();
