@@ -222,8 +222,10 @@ bool load_state() {
 // began has ended, without taking a lock (as CREATE INDEX CONCURRENTLY does):
 // their changes are then either in the snapshot or in the replay log.
 void wait_for_older_writers() {
+  Oid schema = get_namespace_oid("zizq", true);
+  if (!OidIsValid(schema)) return;  // dropped meanwhile: nothing to load
   for (const char *name : {"_jobs", "budgets"}) {
-    Oid rel = get_relname_relid(name, get_namespace_oid("zizq", false));
+    Oid rel = get_relname_relid(name, schema);
     if (!OidIsValid(rel)) continue;
     LOCKTAG tag;
     SET_LOCKTAG_RELATION(tag, MyDatabaseId, rel);
@@ -416,9 +418,19 @@ Phase write_phase(Dispatcher &d) {
     LWLockRelease(shared->budget_lock);
     if (overflowed) {
       // Changes were lost from the log: start over, after every transaction
-      // that could have made one has ended.
+      // that could have made one has ended. Waited for without the table
+      // locks of this transaction: an older writer that goes on to lock a
+      // table (DDL, zizq.reset()) would wait for the dispatcher meanwhile.
       reset_shared_state();
+      end();
+      begin("zizq dispatcher: waiting for older writers");
       wait_for_older_writers();
+      end();
+      begin("zizq dispatcher: maintenance");
+      if (!try_lock_tables(RowExclusiveLock)) {
+        end();
+        return Phase::Busy;
+      }
     }
     requeue_dead_sessions();
     end();
