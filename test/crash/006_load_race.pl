@@ -111,9 +111,23 @@ is($q->(q{SELECT count(*) FROM zizq.dequeue(ARRAY['r'], 5)}), '1', 'one more job
 # loaded: its creation was logged under the top-level transaction, which the
 # load's snapshot saw running. The load is held back by a lock on
 # zizq._job_errors this time, which leaves zizq.budgets writable.
+# Also: a worker that looked while budgets were not loaded, and waits, is
+# woken by the load to take the budgeted job it passed by.
+$q->(q{SELECT zizq.define_budget('roomy', 10, 'while_in_flight')});
+$q->(q{SELECT zizq.enqueue('wq', 'w1', budgets => '[{"key": "roomy"}]')});
 $q->(q{BEGIN; LOCK TABLE zizq._job_errors IN ACCESS EXCLUSIVE MODE; PREPARE TRANSACTION 'hold'});
 $node->restart;
 is($q->('SELECT budgets_loaded FROM zizq.dispatcher_state()'), 'f', 'the second load waits for the lock');
+my ($win, $wout, $werr) = ('', '', '');
+my $waiter = IPC::Run::start(
+	[ $node->installed_command('psql'), '-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1',
+	  '-h', $node->host, '-p', $node->port, '-d', 'postgres' ],
+	'<', \$win, '>', \$wout, '2>', \$werr, IPC::Run::timeout(20));
+$win .= "SET application_name = 'waiter';\nSELECT type FROM zizq.dequeue(ARRAY['wq'], 1, wait => '60 s');\n";
+$waiter->pump_nb while length $win;
+$node->poll_query_until('postgres',
+	"SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE application_name = 'waiter'")
+  or die 'the worker did not wait';
 ($in, $out, $err) = ('', '', '');
 my $creator = IPC::Run::start(
 	[ $node->installed_command('psql'), '-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1',
@@ -130,8 +144,12 @@ $q->(q{COMMIT PREPARED 'hold'});
 ZizqNode::wait_loaded($node);
 $in .= "COMMIT;\n\\q\n";
 $creator->finish;
-is($q->(q{SELECT string_agg(key, ',' ORDER BY key) FROM zizq.budgets}), 'kept,two', 'the rolled-back budget is gone');
-is($q->(q{SELECT budgets FROM zizq.dispatcher_state()}), '2', 'shared memory holds the same two budgets');
+is($q->(q{SELECT string_agg(key, ',' ORDER BY key) FROM zizq.budgets}), 'kept,roomy,two', 'the rolled-back budget is gone');
+is($q->(q{SELECT budgets FROM zizq.dispatcher_state()}), '3', 'shared memory holds the same three budgets');
+# Well before its 60 s wait ends (IPC::Run's timeout: 20 s).
+eval { $waiter->pump until $wout =~ /w1/; };
+like($wout, qr/^w1$/m, 'the waiting worker was woken by the load and took the job');
+$waiter->kill_kill;
 
 $node->stop;
 done_testing();
