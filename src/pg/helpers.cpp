@@ -56,7 +56,12 @@ Datum zizq_check_database(PG_FUNCTION_ARGS) {
 PG_FUNCTION_INFO_V1(zizq_reset_shared);
 Datum zizq_reset_shared(PG_FUNCTION_ARGS) {
   require_shared();
-  reset_shared_state();
+  // Only while the install script runs: at any other time, transactions
+  // under way could have changes logged or applied by neither side.
+  if (!creating_extension)
+    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                    errmsg("zizq._reset_shared() runs only within CREATE EXTENSION zizq")));
+  reset_shared_state(/*wait_writers=*/false);
   PG_RETURN_VOID();
 }
 

@@ -59,9 +59,10 @@ struct Op {
 Op *ops = nullptr;
 int nops = 0;
 int capacity = 0;
-// This transaction's budget ops went to the replay log at PRE_COMMIT, for a
-// load under way: commit_all must not apply them as well.
-bool budget_ops_logged = false;
+// Ops [0, logged_upto) went to the replay log at PRE_COMMIT, for a load
+// under way: commit_all must not apply them as well. (Another extension's
+// pre-commit callback, run after zizq's, may still add ops after them.)
+int logged_upto = 0;
 
 void forget_commit_mode();  // below, with the commit modes
 
@@ -75,7 +76,7 @@ void forget_all() {
   end_own_insert();
   end_live_raises();
   forget_commit_mode();
-  budget_ops_logged = false;
+  logged_upto = 0;
 }
 
 Op &push(Kind kind) {
@@ -154,8 +155,10 @@ void undo_budget_ops(int from, int64 now) {
   }
 }
 
-// Undoes ops [from, nops) that were applied at once; drops the rest.
-void undo_from(int from) {
+// Undoes ops [from, nops) that were applied at once; drops the rest. A
+// whole transaction's entries in the replay log need no opposites: it
+// aborted, and the replay skips them.
+void undo_from(int from, bool subtransaction) {
   bool any_budget_op = false;
   for (int i = from; i < nops; ++i) any_budget_op = any_budget_op || is_budget_undo(ops[i].kind);
   release_claims(from, /*taken=*/false);
@@ -168,7 +171,7 @@ void undo_from(int from) {
     uint64 marks_before = shared->dirty_marks;
     if (shared->budgets_loaded)
       undo_budget_ops(from, monotonic_us());
-    else if (shared->loading)
+    else if (shared->loading && subtransaction)
       log_compensations(from);
     dirtied = shared->dirty_marks != marks_before;
     LWLockRelease(shared->budget_lock);
@@ -283,10 +286,11 @@ bool is_budget_op(Kind k) { return k >= Kind::Release && k <= Kind::Dirty; }
 // a while_in_flight limit exceeded). Logged now, the entry is replayed only
 // if the load's snapshot did not see the commit.
 void log_budget_ops_if_loading() {
-  // Unlocked first read, to keep budget_lock off every commit: loading turns
-  // on only when shared memory is set up or reset after a log overflow, and
-  // a commit that misses that turn is logged by commit_all (the reload after
-  // an overflow waits for every older writer).
+  // Unlocked first read, to keep budget_lock off every commit. Loading turns
+  // on only when shared memory is set up, within CREATE EXTENSION (no other
+  // transaction can have ops on tables not yet committed), and after a log
+  // overflow; a commit that misses that last turn is logged by commit_all,
+  // and the reload waits for every older writer.
   if (!static_cast<volatile Shared *>(shared)->loading) return;
   bool any = false;
   for (int i = 0; i < nops && !any; ++i) any = is_budget_op(ops[i].kind);
@@ -294,7 +298,7 @@ void log_budget_ops_if_loading() {
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
   if (shared->loading) {
     for (int i = 0; i < nops; ++i) log_budget_op(ops[i]);
-    budget_ops_logged = true;
+    logged_upto = nops;
   }
   LWLockRelease(shared->budget_lock);
 }
@@ -304,7 +308,7 @@ void commit_all() {
   TimestampTz wake_before = 0;
   for (int i = 0; i < nops; ++i) {
     Kind k = ops[i].kind;
-    budget_ops = budget_ops || (is_budget_op(k) && !budget_ops_logged);
+    budget_ops = budget_ops || (is_budget_op(k) && i >= logged_upto);
     wake_dispatcher_now = wake_dispatcher_now || k == Kind::WakeDispatcher;
     if (k == Kind::WakeDispatcherBefore && (wake_before == 0 || ops[i].when < wake_before)) wake_before = ops[i].when;
   }
@@ -317,9 +321,9 @@ void commit_all() {
     LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
     uint64 marks_before = shared->dirty_marks;
     if (shared->loading) {
-      for (int i = 0; i < nops; ++i) log_budget_op(ops[i]);
+      for (int i = logged_upto; i < nops; ++i) log_budget_op(ops[i]);
     } else if (shared->budgets_loaded) {
-      for (int i = 0; i < nops; ++i) apply_budget_op(ops[i], now, handoffs);
+      for (int i = logged_upto; i < nops; ++i) apply_budget_op(ops[i], now, handoffs);
     }
     wake_dispatcher_now = wake_dispatcher_now || shared->dirty_marks != marks_before;
     LWLockRelease(shared->budget_lock);
@@ -435,7 +439,7 @@ void on_xact(XactEvent event, void *) {
     case XACT_EVENT_ABORT:
     case XACT_EVENT_PARALLEL_ABORT:
       if (shared != nullptr) abort_live_raises();
-      if (nops > 0 && shared != nullptr) undo_from(0);
+      if (nops > 0 && shared != nullptr) undo_from(0, /*subtransaction=*/false);
       forget_all();
       break;
     case XACT_EVENT_PREPARE:
@@ -456,7 +460,7 @@ void on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *) 
     int keep = 0;
     // Ops of the aborted level and deeper sit at the end of the list.
     while (keep < nops && ops[keep].nest < level) ++keep;
-    if (shared != nullptr) undo_from(keep);
+    if (shared != nullptr) undo_from(keep, /*subtransaction=*/true);
     nops = keep;
   } else if (event == SUBXACT_EVENT_COMMIT_SUB) {
     for (int i = 0; i < nops; ++i)
