@@ -220,17 +220,30 @@ bool load_state() {
 
 // Waits until every transaction that was writing zizq's tables when loading
 // began has ended, without taking a lock (as CREATE INDEX CONCURRENTLY does):
-// their changes are then either in the snapshot or in the replay log.
+// their changes are then either in the snapshot or in the replay log. Its
+// own transaction, with no table lock and no snapshot held while waiting: an
+// older writer that goes on to lock a table (DDL, zizq.reset()), or a
+// CREATE INDEX CONCURRENTLY waiting for old snapshots, would otherwise wait
+// for the dispatcher meanwhile.
 void wait_for_older_writers() {
+  StartTransactionCommand();
+  pgstat_report_activity(STATE_RUNNING, "zizq dispatcher: waiting for older writers");
+  Oid rels[2];
+  int n = 0;
   Oid schema = get_namespace_oid("zizq", true);
-  if (!OidIsValid(schema)) return;  // dropped meanwhile: nothing to load
-  for (const char *name : {"_jobs", "budgets"}) {
-    Oid rel = get_relname_relid(name, schema);
-    if (!OidIsValid(rel)) continue;
+  if (OidIsValid(schema))  // dropped meanwhile: nothing to load
+    for (const char *name : {"_jobs", "budgets"}) {
+      Oid rel = get_relname_relid(name, schema);
+      if (OidIsValid(rel)) rels[n++] = rel;
+    }
+  InvalidateCatalogSnapshot();
+  for (int i = 0; i < n; ++i) {
     LOCKTAG tag;
-    SET_LOCKTAG_RELATION(tag, MyDatabaseId, rel);
+    SET_LOCKTAG_RELATION(tag, MyDatabaseId, rels[i]);
     WaitForLockers(tag, ShareLock, false);
   }
+  CommitTransactionCommand();
+  pgstat_report_activity(STATE_IDLE, nullptr);
 }
 
 
@@ -416,16 +429,18 @@ Phase write_phase(Dispatcher &d) {
     LWLockAcquire(shared->budget_lock, LW_SHARED);
     bool overflowed = shared->replay_overflow;
     LWLockRelease(shared->budget_lock);
-    if (overflowed) {
-      // Changes were lost from the log: start over, after every transaction
-      // that could have made one has ended. Waited for without the table
-      // locks of this transaction: an older writer that goes on to lock a
-      // table (DDL, zizq.reset()) would wait for the dispatcher meanwhile.
-      reset_shared_state();
+    // Changes were lost from the log: start over, after every transaction
+    // that could have made one has ended.
+    if (overflowed) reset_shared_state(/*wait_writers=*/true);
+    LWLockAcquire(shared->budget_lock, LW_SHARED);
+    bool must_wait = shared->wait_writers;
+    LWLockRelease(shared->budget_lock);
+    if (must_wait) {
       end();
-      begin("zizq dispatcher: waiting for older writers");
       wait_for_older_writers();
-      end();
+      LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+      shared->wait_writers = false;
+      LWLockRelease(shared->budget_lock);
       begin("zizq dispatcher: maintenance");
       if (!try_lock_tables(RowExclusiveLock)) {
         end();

@@ -145,13 +145,14 @@ void require_shared() {
                     errhint("add zizq to shared_preload_libraries in postgresql.conf and restart the server")));
 }
 
-void reset_shared_state() {
+void reset_shared_state(bool wait_writers) {
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
   reset_budgets_in_place();
   shared->budgets_loaded = false;
   shared->loading = true;
   shared->replay_count = 0;
   shared->replay_overflow = false;
+  shared->wait_writers = shared->wait_writers || wait_writers;
   LWLockRelease(shared->budget_lock);
   // CREATE EXTENSION: the floors of an earlier zizq._jobs mean nothing now.
   clear_all_floors();

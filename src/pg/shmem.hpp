@@ -117,6 +117,7 @@ struct Shared {
   bool loading;         // the dispatcher is rebuilding: log, do not apply
   int replay_count;
   bool replay_overflow;
+  bool wait_writers;  // after an overflow: load only once older writers ended
   int dirty_head;
   int dirty_count;
   uint64 dirty_marks;  // budgets marked so far: has a section marked any?
@@ -157,8 +158,10 @@ void shmem_startup();
 void require_shared();
 // Forgets every budget, offer and request and starts logging changes;
 // budgeted dispatch stops until the dispatcher reloads from the tables
-// (CREATE EXTENSION, a replay log that overflowed).
-void reset_shared_state();
+// (CREATE EXTENSION, a replay log that overflowed). After an overflow
+// (`wait_writers`) the load first waits for every older writer, even
+// across a restart of the dispatcher.
+void reset_shared_state(bool wait_writers);
 
 // --- budgets (caller holds budget_lock as stated) ---------------------------
 BudgetEntry *find_budget(int32 id);                        // any mode

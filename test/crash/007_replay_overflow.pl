@@ -31,6 +31,8 @@ is($q->(q{SELECT in_flight_cost FROM zizq.budget_state WHERE key = 'w'}), $jobs,
 
 $q->(q{BEGIN; LOCK TABLE zizq.budgets IN ACCESS EXCLUSIVE MODE; PREPARE TRANSACTION 'hold'});
 $node->restart;
+$node->poll_query_until('postgres', q{SELECT running FROM zizq.dispatcher_state()})
+  or die 'the dispatcher did not start';
 is($q->('SELECT budgets_loaded FROM zizq.dispatcher_state()'), 'f', 'the load waits for the lock');
 
 # An older writer, still open when the log overflows.
@@ -38,7 +40,7 @@ my ($in, $out, $err) = ('', '', '');
 my $writer = IPC::Run::start(
 	[ $node->installed_command('psql'), '-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1',
 	  '-h', $node->host, '-p', $node->port, '-d', 'postgres' ],
-	'<', \$in, '>', \$out, '2>', \$err);
+	'<', \$in, '>', \$out, '2>', \$err, IPC::Run::timeout(120));
 $in .= "BEGIN; SELECT count(*) FROM zizq.enqueue('other', 't'); SELECT 'open';\n";
 $writer->pump until $out =~ /open/;
 
@@ -57,6 +59,16 @@ is( $q->(
 	'0',
 	'the dispatcher waits holding no lock on the tables');
 is($q->('SELECT budgets_loaded FROM zizq.dispatcher_state()'), 'f', 'not loaded while it waits');
+
+# A dispatcher that ends while it waits (terminated here) waits again once
+# restarted: the reset that dropped the log is behind it, the older writer
+# is not.
+$q->("SELECT pg_terminate_backend($dispatcher)");
+$node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'zizq dispatcher'
+	    AND pid <> $dispatcher AND wait_event = 'virtualxid'")
+  or die 'the restarted dispatcher did not wait for the older writer';
+is($q->('SELECT budgets_loaded FROM zizq.dispatcher_state()'), 'f', 'not loaded by the restarted dispatcher either');
 
 $in .= "COMMIT; \\q\n";
 $writer->finish;
