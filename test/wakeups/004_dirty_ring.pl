@@ -12,6 +12,7 @@ use FindBin;
 use lib "$FindBin::RealBin/../perl";
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use ZizqNode;
 
 my $max = 16;  # the least zizq.max_budgets allows
@@ -32,8 +33,18 @@ $q->("SELECT zizq.define_budget('b$_', 1, 'while_in_flight')") for 2 .. $max;
 # b2 dropped and b17 marked: the seventeenth mark lands where b1's entry is.
 $node->poll_query_until('postgres', 'SELECT dirty_budgets = 0 FROM zizq.dispatcher_state()')
   or die 'the dispatcher did not evaluate the new budgets';
+# Stopped only while idle in its latch wait: stopped while holding
+# budget_lock, it would hold every commit below.
 my $dispatcher = ZizqNode::dispatcher_pid($node);
-kill 'STOP', $dispatcher;
+END { kill 'CONT', $dispatcher if $dispatcher; }
+for (my $tries = 0;; ++$tries)
+{
+	die 'the dispatcher was never idle' if $tries > 1000;
+	kill 'STOP', $dispatcher;
+	last if $q->("SELECT wait_event_type = 'Extension' FROM pg_stat_activity WHERE pid = $dispatcher") eq 't';
+	kill 'CONT', $dispatcher;
+	usleep(10_000);
+}
 $q->(q{SELECT zizq.update_budget('b1', '{"allocation": 3}')});
 $q->("SELECT zizq.update_budget('b$_', '{\"allocation\": 2}')") for 2 .. $max;
 $q->(q{SELECT zizq.delete_budget('b2')});
