@@ -39,3 +39,7 @@ DROP EXTENSION zizq;
 SELECT pg_temp.wait_for($$EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'zizq dispatcher')$$) AS still_running;
 CREATE EXTENSION zizq;
 SELECT pg_temp.wait_for('(SELECT budgets_loaded FROM zizq.dispatcher_state())') AS loaded_again;
+-- The reset of shared state belongs to the install script: called at any
+-- other time, changes of transactions under way would be lost.
+SELECT zizq._reset_shared();
+SELECT budgets_loaded FROM zizq.dispatcher_state();
