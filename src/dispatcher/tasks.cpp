@@ -119,6 +119,10 @@ bool seen_by(Snapshot snapshot, TransactionId xid) {
   return TransactionIdDidCommit(xid) && !XidInMVCCSnapshot(xid, snapshot);
 }
 
+bool still_running(TransactionId xid) {
+  return TransactionIdIsValid(xid) && !TransactionIdDidCommit(xid) && !TransactionIdDidAbort(xid);
+}
+
 void apply_replay(const ReplayEntry &e, int64 now) {
   if (e.kind == ReplayEntry::Reset) {
     reset_budgets_in_place();
@@ -203,8 +207,15 @@ bool load_state() {
     memcpy(e->parked, all[i].parked, sizeof e->parked);
     mark_dirty(e);
   }
-  for (int i = 0; i < shared->replay_count; ++i)
-    if (!seen_by(snapshot, replay_log[i].xid)) apply_replay(replay_log[i], now);
+  for (int i = 0; i < shared->replay_count; ++i) {
+    const ReplayEntry &e = replay_log[i];
+    if (seen_by(snapshot, e.xid)) continue;
+    // A commit's change logged at PRE_COMMIT by a transaction still running:
+    // the commit may yet fail (a serialization failure, a full NOTIFY
+    // queue), so the transaction applies it itself once committed.
+    if (e.at_pre_commit && still_running(e.xid) && defer_to_committer(e.xid)) continue;
+    apply_replay(e, now);
+  }
   shared->replay_count = 0;
   shared->loading = false;
   shared->budgets_loaded = true;

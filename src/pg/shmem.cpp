@@ -153,12 +153,15 @@ void reset_shared_state(bool wait_writers) {
   shared->replay_count = 0;
   shared->replay_overflow = false;
   shared->wait_writers = shared->wait_writers || wait_writers;
+  // A transaction handed its changes by a load that is now undone: the
+  // reload finds them in the tables (it waits for it), or in the log.
+  shared->deferred_count = 0;
   LWLockRelease(shared->budget_lock);
   // CREATE EXTENSION: the floors of an earlier zizq._jobs mean nothing now.
   clear_all_floors();
 }
 
-void log_replay(ReplayEntry::Kind kind, int32 budget, int32 value, const core::Policy *policy) {
+void log_replay(ReplayEntry::Kind kind, int32 budget, int32 value, const core::Policy *policy, bool at_pre_commit) {
   if (shared->replay_count >= kReplaySlots) {
     shared->replay_overflow = true;
     return;
@@ -168,7 +171,25 @@ void log_replay(ReplayEntry::Kind kind, int32 budget, int32 value, const core::P
   e.xid = GetTopTransactionIdIfAny();
   e.budget = budget;
   e.value = value;
+  e.at_pre_commit = at_pre_commit;
   if (policy != nullptr) e.policy = *policy;
+}
+
+bool defer_to_committer(TransactionId xid) {
+  for (int i = 0; i < shared->deferred_count; ++i)
+    if (shared->deferred[i] == xid) return true;
+  if (shared->deferred_count == kDeferredSlots) return false;
+  shared->deferred[shared->deferred_count++] = xid;
+  return true;
+}
+
+bool take_deferred(TransactionId xid) {
+  for (int i = 0; i < shared->deferred_count; ++i)
+    if (shared->deferred[i] == xid) {
+      shared->deferred[i] = shared->deferred[--shared->deferred_count];
+      return true;
+    }
+  return false;
 }
 
 BudgetEntry *find_budget(int32 id) {

@@ -38,6 +38,8 @@ namespace zizq::pg {
 constexpr int kMaxWaiterQueues = 8;
 constexpr int kParkRequestSlots = 4096;
 constexpr int kReplaySlots = 16384;
+// Transactions a load found between their PRE_COMMIT and their commit.
+constexpr int kDeferredSlots = 128;
 constexpr int kNotifySlots = 128;
 constexpr uint64 kWokenBit = uint64(1) << 32;
 
@@ -47,6 +49,7 @@ struct ReplayEntry {
   TransactionId xid;
   int32 budget;
   int32 value;  // cost or binding position
+  bool at_pre_commit;  // a commit's change, logged before the commit was visible
   core::Policy policy;
 };
 
@@ -118,6 +121,11 @@ struct Shared {
   int replay_count;
   bool replay_overflow;
   bool wait_writers;  // after an overflow: load only once older writers ended
+  // Transactions whose logged commit changes a load left to them: they were
+  // between PRE_COMMIT and commit, and may yet fail. Each applies its own
+  // changes at commit, or drops its slot on abort.
+  int deferred_count;
+  TransactionId deferred[kDeferredSlots];
   int dirty_head;
   int dirty_count;
   uint64 dirty_marks;  // budgets marked so far: has a section marked any?
@@ -170,7 +178,13 @@ void remove_budget(int32 id);                              // exclusive
 void reset_budgets_in_place();                             // exclusive: zizq.reset()
 void mark_dirty(BudgetEntry *b);                           // exclusive
 // While loading: logs a change for the dispatcher to replay (exclusive).
-void log_replay(ReplayEntry::Kind kind, int32 budget, int32 value, const core::Policy *policy);
+void log_replay(ReplayEntry::Kind kind, int32 budget, int32 value, const core::Policy *policy,
+                bool at_pre_commit = false);
+// Deferred commits (budget_lock exclusive): a load hands a transaction its
+// own logged changes (false when the slots are full); the transaction takes
+// its slot back (whether it had one).
+bool defer_to_committer(TransactionId xid);
+bool take_deferred(TransactionId xid);
 int32 pop_dirty();                                         // exclusive; 0 when empty
 bool request_park(int64 job_id);                           // exclusive; false when full
 // A refused budgeted job stays unparked (no park request could be made or

@@ -185,15 +185,16 @@ void undo_from(int from, bool subtransaction) {
 }
 
 // While the dispatcher loads budgets, committed changes are logged for it to
-// replay rather than applied.
-void log_budget_op(const Op &op) {
+// replay rather than applied: at PRE_COMMIT (`at_pre_commit`: the commit may
+// yet fail), or at commit when a load began in between.
+void log_budget_op(const Op &op, bool at_pre_commit) {
   switch (op.kind) {
-    case Kind::Release: log_replay(ReplayEntry::Release, op.budget, op.value, nullptr); break;
-    case Kind::ParkedDrop: log_replay(ReplayEntry::ParkedDrop, op.budget, op.value, nullptr); break;
-    case Kind::Policy: log_replay(ReplayEntry::Policy, op.budget, 0, &op.policy); break;
-    case Kind::DropBudget: log_replay(ReplayEntry::Dropped, op.budget, 0, nullptr); break;
-    case Kind::ResetBudgets: log_replay(ReplayEntry::Reset, 0, 0, nullptr); break;
-    case Kind::Dirty: log_replay(ReplayEntry::Dirty, op.budget, 0, nullptr); break;
+    case Kind::Release: log_replay(ReplayEntry::Release, op.budget, op.value, nullptr, at_pre_commit); break;
+    case Kind::ParkedDrop: log_replay(ReplayEntry::ParkedDrop, op.budget, op.value, nullptr, at_pre_commit); break;
+    case Kind::Policy: log_replay(ReplayEntry::Policy, op.budget, 0, &op.policy, at_pre_commit); break;
+    case Kind::DropBudget: log_replay(ReplayEntry::Dropped, op.budget, 0, nullptr, at_pre_commit); break;
+    case Kind::ResetBudgets: log_replay(ReplayEntry::Reset, 0, 0, nullptr, at_pre_commit); break;
+    case Kind::Dirty: log_replay(ReplayEntry::Dirty, op.budget, 0, nullptr, at_pre_commit); break;
     default: break;
   }
 }
@@ -297,9 +298,17 @@ void log_budget_ops_if_loading() {
   if (!any) return;
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
   if (shared->loading) {
-    for (int i = 0; i < nops; ++i) log_budget_op(ops[i]);
+    for (int i = 0; i < nops; ++i) log_budget_op(ops[i], /*at_pre_commit=*/true);
     logged_upto = nops;
   }
+  LWLockRelease(shared->budget_lock);
+}
+
+// A transaction that failed after its PRE_COMMIT: a load may have left it
+// the changes it logged, which now never happen.
+void drop_deferred() {
+  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+  (void)take_deferred(GetTopTransactionIdIfAny());
   LWLockRelease(shared->budget_lock);
 }
 
@@ -316,14 +325,20 @@ void commit_all() {
   lower_committed_floors();
   Handoffs handoffs;
   handoffs.n = 0;
-  if (budget_ops) {
+  if (budget_ops || logged_upto > 0) {
     int64 now = monotonic_us();
     LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
     uint64 marks_before = shared->dirty_marks;
+    // A load that found this transaction between its PRE_COMMIT and its
+    // commit left the changes it had logged to it.
+    int from = logged_upto;
+    if (logged_upto > 0 && !shared->loading && shared->budgets_loaded && take_deferred(GetTopTransactionIdIfAny()))
+      from = 0;
     if (shared->loading) {
-      for (int i = logged_upto; i < nops; ++i) log_budget_op(ops[i]);
+      for (int i = logged_upto; i < nops; ++i) log_budget_op(ops[i], /*at_pre_commit=*/false);
     } else if (shared->budgets_loaded) {
-      for (int i = logged_upto; i < nops; ++i) apply_budget_op(ops[i], now, handoffs);
+      for (int i = from; i < nops; ++i)
+        if (i >= logged_upto || is_budget_op(ops[i].kind)) apply_budget_op(ops[i], now, handoffs);
     }
     wake_dispatcher_now = wake_dispatcher_now || shared->dirty_marks != marks_before;
     LWLockRelease(shared->budget_lock);
@@ -439,6 +454,7 @@ void on_xact(XactEvent event, void *) {
     case XACT_EVENT_ABORT:
     case XACT_EVENT_PARALLEL_ABORT:
       if (shared != nullptr) abort_live_raises();
+      if (logged_upto > 0 && shared != nullptr) drop_deferred();
       if (nops > 0 && shared != nullptr) undo_from(0, /*subtransaction=*/false);
       forget_all();
       break;
