@@ -212,8 +212,9 @@ bool load_state() {
     if (seen_by(snapshot, e.xid)) continue;
     // A commit's change logged at PRE_COMMIT by a transaction still running:
     // the commit may yet fail (a serialization failure, a full NOTIFY
-    // queue), so the transaction applies it itself once committed.
-    if (e.at_pre_commit && still_running(e.xid) && defer_to_committer(e.xid)) continue;
+    // queue), so the transaction applies it itself once committed. Decided
+    // once per transaction: its commit can land in clog during this loop.
+    if (e.at_pre_commit && (is_deferred(e.xid) || (still_running(e.xid) && defer_to_committer(e.xid)))) continue;
     apply_replay(e, now);
   }
   shared->replay_count = 0;

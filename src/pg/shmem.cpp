@@ -153,8 +153,9 @@ void reset_shared_state(bool wait_writers) {
   shared->replay_count = 0;
   shared->replay_overflow = false;
   shared->wait_writers = shared->wait_writers || wait_writers;
-  // A transaction handed its changes by a load that is now undone: the
-  // reload finds them in the tables (it waits for it), or in the log.
+  // No transaction can be on the list here: it fills only as a load ends
+  // (budgets loaded), an overflow resets only while loading, and CREATE
+  // EXTENSION follows a DROP EXTENSION that waited for every writer.
   shared->deferred_count = 0;
   LWLockRelease(shared->budget_lock);
   // CREATE EXTENSION: the floors of an earlier zizq._jobs mean nothing now.
@@ -175,9 +176,14 @@ void log_replay(ReplayEntry::Kind kind, int32 budget, int32 value, const core::P
   if (policy != nullptr) e.policy = *policy;
 }
 
-bool defer_to_committer(TransactionId xid) {
+bool is_deferred(TransactionId xid) {
   for (int i = 0; i < shared->deferred_count; ++i)
     if (shared->deferred[i] == xid) return true;
+  return false;
+}
+
+bool defer_to_committer(TransactionId xid) {
+  if (is_deferred(xid)) return true;
   if (shared->deferred_count == kDeferredSlots) return false;
   shared->deferred[shared->deferred_count++] = xid;
   return true;

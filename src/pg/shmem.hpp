@@ -184,6 +184,7 @@ void log_replay(ReplayEntry::Kind kind, int32 budget, int32 value, const core::P
 // own logged changes (false when the slots are full); the transaction takes
 // its slot back (whether it had one).
 bool defer_to_committer(TransactionId xid);
+bool is_deferred(TransactionId xid);
 bool take_deferred(TransactionId xid);
 int32 pop_dirty();                                         // exclusive; 0 when empty
 bool request_park(int64 job_id);                           // exclusive; false when full

@@ -19,7 +19,7 @@ use ZizqNode;
 
 my ($gdb) = grep { -x } map { "$_/gdb" } split /:/, $ENV{PATH};
 die 'gdb is needed (scripts/setup installs it)' unless $gdb;
-my $patience = 60;  # no harness here may hang CI
+my $patience = 120;  # no harness here may hang CI; each counts from its start
 
 my $node = ZizqNode::start('commit_fails', "max_prepared_transactions = 2\n");
 my $q = sub { $node->safe_psql('postgres', $_[0]) };
@@ -151,7 +151,7 @@ release_hold($held);
 $t3->{h}->pump until $t3->{out} =~ /t3 committed/;
 is($q->(q{SELECT in_flight_cost FROM zizq.budget_state WHERE key = 'two'}), '1',
 	'the committed release applied by its transaction');
-is($q->(q{SELECT type FROM zizq.dequeue(ARRAY['r'], 5)}), 'c', 'the freed slot runs the waiting job');
+is($q->(q{SELECT type FROM zizq.dequeue(ARRAY['r'], 5, wait => '10 s')}), 'c', 'the freed slot runs the waiting job');
 $t3->{in} .= "\\q\n";
 $t3->{h}->finish;
 
