@@ -285,7 +285,8 @@ bool is_budget_op(Kind k) { return k >= Kind::Release && k <= Kind::Dirty; }
 // load whose snapshot already saw this commit could finish before
 // commit_all ran, which then applied the ops too (a release taken off twice,
 // a while_in_flight limit exceeded). Logged now, the entry is replayed only
-// if the load's snapshot did not see the commit.
+// if the load's snapshot did not see the commit, and left to this
+// transaction (commit_all) if the load finds it still running.
 void log_budget_ops_if_loading() {
   // Unlocked first read, to keep budget_lock off every commit. Loading turns
   // on only when shared memory is set up, within CREATE EXTENSION (no other
