@@ -18,6 +18,7 @@ int max_offers = 0;
 Waiter *waiters = nullptr;
 uint64 *sessions = nullptr;
 ReplayEntry *replay_log = nullptr;
+TransactionId *deferred_xids = nullptr;
 QueueName *notify_queues = nullptr;
 
 namespace {
@@ -40,6 +41,7 @@ Size fixed_size() {
   size = add_size(size, MAXALIGN(mul_size(MaxBackends, sizeof(uint64))));
   size = add_size(size, MAXALIGN(claims_size()));
   size = add_size(size, MAXALIGN(mul_size(kReplaySlots, sizeof(ReplayEntry))));
+  size = add_size(size, MAXALIGN(mul_size(MaxBackends, sizeof(TransactionId))));
   size = add_size(size, MAXALIGN(mul_size(kNotifySlots, sizeof(QueueName))));
   size = add_size(size, MAXALIGN(floors_size()));
   return size;
@@ -76,6 +78,8 @@ void carve(char *base) {
   p += MAXALIGN(claims_size());
   replay_log = reinterpret_cast<ReplayEntry *>(p);
   p += MAXALIGN(kReplaySlots * sizeof(ReplayEntry));
+  deferred_xids = reinterpret_cast<TransactionId *>(p);
+  p += MAXALIGN(MaxBackends * sizeof(TransactionId));
   notify_queues = reinterpret_cast<QueueName *>(p);
   p += MAXALIGN(kNotifySlots * sizeof(QueueName));
   attach_floors(p);
@@ -178,21 +182,21 @@ void log_replay(ReplayEntry::Kind kind, int32 budget, int32 value, const core::P
 
 bool is_deferred(TransactionId xid) {
   for (int i = 0; i < shared->deferred_count; ++i)
-    if (shared->deferred[i] == xid) return true;
+    if (deferred_xids[i] == xid) return true;
   return false;
 }
 
 bool defer_to_committer(TransactionId xid) {
   if (is_deferred(xid)) return true;
-  if (shared->deferred_count == kDeferredSlots) return false;
-  shared->deferred[shared->deferred_count++] = xid;
+  if (shared->deferred_count == MaxBackends) return false;  // cannot happen
+  deferred_xids[shared->deferred_count++] = xid;
   return true;
 }
 
 bool take_deferred(TransactionId xid) {
   for (int i = 0; i < shared->deferred_count; ++i)
-    if (shared->deferred[i] == xid) {
-      shared->deferred[i] = shared->deferred[--shared->deferred_count];
+    if (deferred_xids[i] == xid) {
+      deferred_xids[i] = deferred_xids[--shared->deferred_count];
       return true;
     }
   return false;

@@ -38,8 +38,6 @@ namespace zizq::pg {
 constexpr int kMaxWaiterQueues = 8;
 constexpr int kParkRequestSlots = 4096;
 constexpr int kReplaySlots = 16384;
-// Transactions a load found between their PRE_COMMIT and their commit.
-constexpr int kDeferredSlots = 128;
 constexpr int kNotifySlots = 128;
 constexpr uint64 kWokenBit = uint64(1) << 32;
 
@@ -124,8 +122,7 @@ struct Shared {
   // Transactions whose logged commit changes a load left to them: they were
   // between PRE_COMMIT and commit, and may yet fail. Each applies its own
   // changes at commit, or drops its slot on abort.
-  int deferred_count;
-  TransactionId deferred[kDeferredSlots];
+  int deferred_count;  // in deferred_xids
   int dirty_head;
   int dirty_count;
   uint64 dirty_marks;  // budgets marked so far: has a section marked any?
@@ -155,6 +152,9 @@ extern int max_offers;
 extern Waiter *waiters;        // MaxBackends, by pgprocno
 extern uint64 *sessions;       // MaxBackends, by pgprocno
 extern ReplayEntry *replay_log;  // kReplaySlots
+// Transactions a load found between their PRE_COMMIT and their commit; a
+// backend has at most one, so MaxBackends slots never run out.
+extern TransactionId *deferred_xids;  // MaxBackends
 struct QueueName {
   char name[core::kMaxNameBytes + 1];
 };
@@ -181,8 +181,8 @@ void mark_dirty(BudgetEntry *b);                           // exclusive
 void log_replay(ReplayEntry::Kind kind, int32 budget, int32 value, const core::Policy *policy,
                 bool at_pre_commit = false);
 // Deferred commits (budget_lock exclusive): a load hands a transaction its
-// own logged changes (false when the slots are full); the transaction takes
-// its slot back (whether it had one).
+// own logged changes (false if the slots ran out: one per backend, so
+// never); the transaction takes its slot back (whether it had one).
 bool defer_to_committer(TransactionId xid);
 bool is_deferred(TransactionId xid);
 bool take_deferred(TransactionId xid);
