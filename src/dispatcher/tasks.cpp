@@ -123,21 +123,20 @@ bool still_running(TransactionId xid) {
   return TransactionIdIsValid(xid) && !TransactionIdDidCommit(xid) && !TransactionIdDidAbort(xid);
 }
 
-void apply_replay(const ReplayEntry &e, int64 now) {
+// Applies one logged change; false when it creates a budget that shared
+// memory has no room for.
+bool apply_replay(const ReplayEntry &e, int64 now) {
   if (e.kind == ReplayEntry::Reset) {
     reset_budgets_in_place();
-    return;
+    return true;
   }
-  if (e.kind == ReplayEntry::Created) {
-    add_budget(e.budget, e.policy);
-    return;
-  }
+  if (e.kind == ReplayEntry::Created) return add_budget(e.budget, e.policy) != nullptr;
   if (e.kind == ReplayEntry::Dropped) {
     remove_budget(e.budget);
-    return;
+    return true;
   }
   BudgetEntry *b = find_budget(e.budget);
-  if (b == nullptr) return;
+  if (b == nullptr) return true;
   switch (e.kind) {
     case ReplayEntry::Release: core::release(b->tokens, e.value); break;
     case ReplayEntry::ParkedRaise: b->parked[e.value]++; break;
@@ -149,6 +148,7 @@ void apply_replay(const ReplayEntry &e, int64 now) {
     default: break;
   }
   mark_dirty(b);
+  return true;
 }
 
 // Budgets, in-flight costs and parked counts as one snapshot sees them
@@ -215,7 +215,7 @@ bool load_state() {
     // queue), so the transaction applies it itself once committed. Decided
     // once per transaction: its commit can land in clog during this loop.
     if (e.at_pre_commit && (is_deferred(e.xid) || (still_running(e.xid) && defer_to_committer(e.xid)))) continue;
-    apply_replay(e, now);
+    if (!apply_replay(e, now)) ++missing;
   }
   shared->replay_count = 0;
   shared->loading = false;
