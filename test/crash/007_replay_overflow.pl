@@ -13,7 +13,6 @@ use strict;
 use warnings;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use IPC::Run;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use ZizqNode;
@@ -29,20 +28,12 @@ my $taken = 0;
 $taken += $q->(q{SELECT count(*) FROM zizq.dequeue(ARRAY['o'], 1000, lease => '1 hour')}) while $taken < $jobs;
 is($q->(q{SELECT in_flight_cost FROM zizq.budget_state WHERE key = 'w'}), $jobs, 'every job in flight, leased');
 
-$q->(q{BEGIN; LOCK TABLE zizq.budgets IN ACCESS EXCLUSIVE MODE; PREPARE TRANSACTION 'hold'});
-$node->restart;
-$node->poll_query_until('postgres', q{SELECT running FROM zizq.dispatcher_state()})
-  or die 'the dispatcher did not start';
+ZizqNode::restart_holding_load($node, 'budgets');
 is($q->('SELECT budgets_loaded FROM zizq.dispatcher_state()'), 'f', 'the load waits for the lock');
 
 # An older writer, still open when the log overflows.
-my ($in, $out, $err) = ('', '', '');
-my $writer = IPC::Run::start(
-	[ $node->installed_command('psql'), '-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1',
-	  '-h', $node->host, '-p', $node->port, '-d', 'postgres' ],
-	'<', \$in, '>', \$out, '2>', \$err, IPC::Run::timeout(120));
-$in .= "BEGIN; SELECT count(*) FROM zizq.enqueue('other', 't'); SELECT 'open';\n";
-$writer->pump until $out =~ /open/;
+my $writer = ZizqNode::session($node, 'writer');
+ZizqNode::run_until($writer, q{BEGIN; SELECT count(*) FROM zizq.enqueue('other', 't');}, 'open');
 
 # One release per job: more than the log holds.
 is($q->(q{SELECT cardinality(zizq.complete(array(SELECT id FROM zizq._jobs WHERE queue = 'o')))}), '0',
@@ -70,8 +61,8 @@ $node->poll_query_until('postgres',
   or die 'the restarted dispatcher did not wait for the older writer';
 is($q->('SELECT budgets_loaded FROM zizq.dispatcher_state()'), 'f', 'not loaded by the restarted dispatcher either');
 
-$in .= "COMMIT; \\q\n";
-$writer->finish;
+ZizqNode::send_only($writer, "COMMIT;\n\\q");
+$writer->{h}->finish;
 ZizqNode::wait_loaded($node);
 is($q->(q{SELECT in_flight_cost FROM zizq.budget_state WHERE key = 'w'}), '0',
 	'loaded from the tables: nothing in flight');
