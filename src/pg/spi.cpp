@@ -47,6 +47,12 @@ int32 column_int32(uint64 row, int col) {
   return isnull ? 0 : DatumGetInt32(d);
 }
 
+bool column_bool(uint64 row, int col) {
+  bool isnull = false;
+  Datum d = column(row, col, &isnull);
+  return !isnull && DatumGetBool(d);
+}
+
 char *column_text(uint64 row, int col) {
   bool isnull = false;
   Datum d = column(row, col, &isnull);

@@ -23,6 +23,7 @@ uint64 run_plan(SPIPlanPtr plan, const Datum *values, const char *nulls, bool re
 Datum column(uint64 row, int col, bool *isnull);
 int64 column_int64(uint64 row, int col);
 int32 column_int32(uint64 row, int col);
+bool column_bool(uint64 row, int col);  // NULL reads as false
 // palloc'd in the caller's memory context (survives SPI_finish when the
 // caller switched to its own context first).
 char *column_text(uint64 row, int col);

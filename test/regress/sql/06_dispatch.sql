@@ -138,6 +138,26 @@ SELECT tokens, in_flight_cost, debt FROM zizq.budget_state WHERE key = 'shrink';
 SELECT pg_temp.wait_for(format('zizq._offered(%s)', (:'running'::bigint[])[3] + 1)) AS offered;
 SELECT count(*) AS runs_now FROM zizq.dequeue(ARRAY['s']);
 
+-- An offered job is read by its primary key whatever the statistics say.
+-- Asked for as ready and parked, it was read through the lines' index
+-- while the table had no statistics yet (or those of an empty table, as a
+-- queue table often has): the whole line, a thousand entries, for the one job
+-- offered. A worker's plans are generic once it has run them a few times:
+-- forced here.
+SELECT zizq.reset();
+SELECT key FROM zizq.define_budget('offer_line', 1, 'while_in_flight');
+SELECT count(*) FROM zizq.enqueue_many((SELECT jsonb_agg(jsonb_build_object('queue', 'lined', 'type', 't',
+  'budgets', jsonb_build_array(jsonb_build_object('key', 'offer_line')))) FROM generate_series(1, 1000)));
+SELECT id AS first_lined FROM zizq.dequeue(ARRAY['lined']) \gset
+SELECT zizq.complete(:first_lined);
+SELECT pg_temp.wait_for(format('zizq._offered(%s)', :first_lined + 1)) AS offered;
+SET plan_cache_mode = force_generic_plan;
+BEGIN;
+SELECT id - :first_lined AS offered_job_taken FROM zizq.dequeue(ARRAY['lined']);
+SELECT pg_stat_get_xact_tuples_returned('zizq._jobs_line_1'::regclass) < 100 AS reads_a_few_line_entries;
+ROLLBACK;
+RESET plan_cache_mode;
+
 -- A dequeue of one queue reads that queue's jobs only: beside 20,000 ready
 -- jobs of another queue, a dequeue of an empty queue touches a handful of
 -- buffers (its own range of the per-queue index), not the other queue's
@@ -180,6 +200,7 @@ BEGIN;
 SELECT pg_temp.dequeue_buffers('lined') < 60 AS looks_at_the_head_only;
 SELECT count(*) AS in_flight FROM zizq._jobs WHERE status = 'in_flight';
 ROLLBACK;
+SELECT zizq.reset();
 SELECT zizq.reset();
 
 -- Scan floors (src/core/scan_floor.hpp). A transaction that truncated the
