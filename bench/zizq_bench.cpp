@@ -6,7 +6,12 @@
 // Usage: zizq_bench <scenario> [--n N] [--workers W] [--producers P]
 //                   [--batch B] [--seconds S] [--job-ms MS] [--limit L]
 //                   [--rate R] [--budgets K] [--parked N]
+//                   [--statements prepared|simple]
 // Connection from PGHOST/PGPORT/PGUSER/PGDATABASE.
+//
+// The workers' and producers' calls in the timed loops are statements
+// prepared once per connection (as graphile-worker's are by default);
+// `--statements simple` sends their text at every call instead.
 //
 // Scenarios:
 //   enqueue_single   P producers, one job per call (one transaction each)
@@ -49,6 +54,7 @@
 #include "../support/pgclient.hpp"
 
 using zizq::client::Conn;
+using zizq::client::Result;
 using zizq::client::now_s;
 
 namespace {
@@ -60,6 +66,14 @@ struct Args {
   double seconds = 10, rate = 200;
 };
 
+bool prepared_statements = true;  // --statements
+
+// A call of a timed loop: prepared once per connection, or sent as text.
+Result call(Conn &c, const std::string &sql, const std::vector<std::string> &params = {}) {
+  if (prepared_statements) return c.exec_prepared(sql, params);
+  return params.empty() ? c.exec(sql) : c.exec(sql, params);
+}
+
 std::string fmt(const char *f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
@@ -70,7 +84,8 @@ std::string fmt(const char *f, double v) {
 void report(const Args &a, const std::string &config, double value, const std::string &unit,
             const std::vector<std::pair<std::string, std::string>> &extra = {}) {
   std::string line = "{\"system\":\"zizq\",\"scenario\":\"" + a.scenario + "\",\"config\":\"" + config +
-                     "\",\"value\":" + fmt("%.3f", value) + ",\"unit\":\"" + unit + "\"";
+                     "\",\"value\":" + fmt("%.3f", value) + ",\"unit\":\"" + unit + "\",\"statements\":\"" +
+                     (prepared_statements ? "prepared" : "simple") + "\"";
   for (const auto &kv : extra) line += ",\"" + kv.first + "\":" + kv.second;
   std::printf("%s}\n", line.c_str());
   std::fflush(stdout);
@@ -162,15 +177,15 @@ double drain_queue(const Args &a, const std::string &queue, int batch, int64_t t
   FinishLine finish;
   double start = timed_workers(a.workers, [&](Conn &c) {
     while (done.load() < total) {
-      auto r = c.exec("SELECT array_agg(id) FROM zizq.dequeue(ARRAY[$1], $2::int, wait => '200 ms')",
+      auto r = call(c, "SELECT array_agg(id) FROM zizq.dequeue(ARRAY[$1], $2::int, wait => '200 ms')",
                       {queue, std::to_string(batch)});
       if (r.null(0, 0)) continue;
       std::string ids = r.get(0, 0);
       int64_t n = std::count(ids.begin(), ids.end(), ',') + 1;
       if (batch == 1)
-        c.exec("SELECT zizq.complete($1::bigint)", {ids.substr(1, ids.size() - 2)});
+        call(c, "SELECT zizq.complete($1::bigint)", {ids.substr(1, ids.size() - 2)});
       else
-        c.exec("SELECT zizq.complete($1::bigint[])", {ids});
+        call(c, "SELECT zizq.complete($1::bigint[])", {ids});
       if ((done += n) >= total) finish.cross();
     }
   });
@@ -180,10 +195,10 @@ double drain_queue(const Args &a, const std::string &queue, int batch, int64_t t
 // Dequeues one job of `queue`, waiting up to `wait`, and completes it at
 // once. Returns when the dequeue returned, or -1 when no job came.
 double run_one(Conn &c, const std::string &queue, const std::string &wait) {
-  auto r = c.exec("SELECT id FROM zizq.dequeue(ARRAY[$1], 1, wait => $2::interval)", {queue, wait});
+  auto r = call(c, "SELECT id FROM zizq.dequeue(ARRAY[$1], 1, wait => $2::interval)", {queue, wait});
   double t = now_s();
   if (r.rows() == 0) return -1;
-  c.exec("SELECT zizq.complete($1::bigint)", {r.get(0, 0)});
+  call(c, "SELECT zizq.complete($1::bigint)", {r.get(0, 0)});
   return t;
 }
 
@@ -194,7 +209,7 @@ void enqueue_single(const Args &a) {
   fresh(c);
   std::atomic<int> next{0};
   double start = timed_workers(a.producers, [&](Conn &p) {
-    while (next.fetch_add(1) < a.n) p.exec("SELECT (zizq.enqueue('bench', 'noop', '{\"x\": 1}')).id");
+    while (next.fetch_add(1) < a.n) call(p, "SELECT (zizq.enqueue('bench', 'noop', '{\"x\": 1}')).id");
   }, /*warm=*/false);
   double s = now_s() - start;
   report(a, std::to_string(a.producers) + " producers, one job per call", a.n / s, "jobs/s");
@@ -207,7 +222,7 @@ void enqueue_batch(const Args &a) {
   for (int i = 0; i < 1000; ++i) batch += std::string(i ? "," : "") + "{\"queue\":\"bench\",\"type\":\"noop\",\"payload\":{\"i\":" + std::to_string(i) + "}}";
   batch += "]";
   double start = now_s();
-  for (int done = 0; done < a.n; done += 1000) c.exec("SELECT count(*) FROM zizq.enqueue_many($1::jsonb)", {batch});
+  for (int done = 0; done < a.n; done += 1000) call(c, "SELECT count(*) FROM zizq.enqueue_many($1::jsonb)", {batch});
   double s = now_s() - start;
   report(a, "1 producer, enqueue_many of 1000 (JSON built by the client)", a.n / s, "jobs/s");
 }
@@ -269,11 +284,11 @@ void latency(const Args &a) {
       Conn wc;
       ++ready;
       while (!stop.load()) {
-        auto r = wc.exec("SELECT id FROM zizq.dequeue(ARRAY['lat'], 1, wait => '1 s')");
+        auto r = call(wc, "SELECT id FROM zizq.dequeue(ARRAY['lat'], 1, wait => '1 s')");
         double t = now_s();
         if (r.rows() == 0) continue;
         lat.started(r.get(0, 0), t);
-        wc.exec("SELECT zizq.complete($1::bigint)", {r.get(0, 0)});
+        call(wc, "SELECT zizq.complete($1::bigint)", {r.get(0, 0)});
       }
     });
   while (ready.load() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -281,7 +296,7 @@ void latency(const Args &a) {
   size_t n = static_cast<size_t>(std::min(a.n, 1000));
   for (size_t i = 0; i < n; ++i) {
     double called = now_s();
-    auto r = c.exec("SELECT id FROM zizq.enqueue('lat', 'noop')");
+    auto r = call(c, "SELECT id FROM zizq.enqueue('lat', 'noop')");
     lat.enqueued(r.get(0, 0), called, now_s());
     while (lat.count() <= i) std::this_thread::sleep_for(std::chrono::microseconds(50));
     std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the workers back in dequeue(wait)
@@ -310,7 +325,7 @@ void steady(const Args &a) {
     threads.emplace_back([&] {
       Conn wc;
       while (producing.load()) {
-        auto r = wc.exec("SELECT id FROM zizq.dequeue(ARRAY['steady'], 10, wait => '200 ms')");
+        auto r = call(wc, "SELECT id FROM zizq.dequeue(ARRAY['steady'], 10, wait => '200 ms')");
         double t = now_s();
         if (r.rows() == 0) continue;
         std::string ids = "{";
@@ -318,7 +333,7 @@ void steady(const Args &a) {
           ids += (i ? "," : "") + r.get(i, 0);
           if (t < end) lat.started(r.get(i, 0), t);
         }
-        wc.exec("SELECT zizq.complete($1::bigint[])", {ids + "}"});
+        call(wc, "SELECT zizq.complete($1::bigint[])", {ids + "}"});
         if (now_s() < end) completed += r.rows();
       }
     });
@@ -327,7 +342,7 @@ void steady(const Args &a) {
       Conn pc;
       while (now_s() < end) {
         double called = now_s();
-        auto r = pc.exec("SELECT (zizq.enqueue('steady', 'noop')).id");
+        auto r = call(pc, "SELECT (zizq.enqueue('steady', 'noop')).id");
         lat.enqueued(r.get(0, 0), called, now_s());
         ++enqueued;
       }
@@ -429,7 +444,7 @@ void limited(const Args &a) {
   FinishLine finish;
   double start = timed_workers(a.workers, [&](Conn &wc) {
     while (done.load() < a.n) {
-      auto r = wc.exec("SELECT id FROM zizq.dequeue(ARRAY['limited'], 1, wait => '200 ms')");
+      auto r = call(wc, "SELECT id FROM zizq.dequeue(ARRAY['limited'], 1, wait => '200 ms')");
       if (r.rows() == 0) continue;
       int now = ++running;
       int seen = peak.load();
@@ -437,7 +452,7 @@ void limited(const Args &a) {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(a.job_ms));
       --running;
-      wc.exec("SELECT zizq.complete($1::bigint)", {r.get(0, 0)});
+      call(wc, "SELECT zizq.complete($1::bigint)", {r.get(0, 0)});
       if (++done == a.n) finish.cross();
     }
   });
@@ -556,6 +571,7 @@ int main(int argc, char **argv) {
   if (known == scenarios.end()) {
     std::fprintf(stderr, "usage: zizq_bench <scenario> [--n N] [--workers W] [--producers P] [--batch B] [--seconds S]\n"
                          "                  [--job-ms MS] [--limit L] [--rate R] [--budgets K] [--parked P]\n"
+                         "                  [--statements prepared|simple]\n"
                          "scenarios:");
     for (const auto &kv : scenarios) std::fprintf(stderr, " %s", kv.first.c_str());
     std::fprintf(stderr, "\n");
@@ -566,7 +582,9 @@ int main(int argc, char **argv) {
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     double v = std::atof(argv[i + 1]);
-    if (k == "--n") a.n = static_cast<int>(v);
+    if (k == "--statements" && (std::string(argv[i + 1]) == "prepared" || std::string(argv[i + 1]) == "simple"))
+      prepared_statements = std::string(argv[i + 1]) == "prepared";
+    else if (k == "--n") a.n = static_cast<int>(v);
     else if (k == "--workers") a.workers = static_cast<int>(v);
     else if (k == "--producers") a.producers = static_cast<int>(v);
     else if (k == "--batch") a.batch = static_cast<int>(v);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -76,6 +77,23 @@ class Conn {
                  sql);
   }
 
+  // Runs `sql` as a statement prepared on this connection at its first use
+  // (named s1, s2, ...), as a worker library prepares its hot statements:
+  // the server then parses and plans it once, not at every call.
+  Result exec_prepared(const std::string &sql, const std::vector<std::string> &params) {
+    auto it = prepared_.find(sql);
+    if (it == prepared_.end()) {
+      std::string name = "s" + std::to_string(prepared_.size() + 1);
+      check(PQprepare(c_, name.c_str(), sql.c_str(), 0, nullptr), sql);
+      it = prepared_.emplace(sql, name).first;
+    }
+    std::vector<const char *> values;
+    for (const auto &p : params) values.push_back(p.c_str());
+    return check(PQexecPrepared(c_, it->second.c_str(), static_cast<int>(values.size()), values.data(), nullptr,
+                                nullptr, 0),
+                 sql);
+  }
+
   PGconn *raw() { return c_; }
 
  private:
@@ -89,6 +107,7 @@ class Conn {
   }
 
   PGconn *c_ = nullptr;
+  std::map<std::string, std::string> prepared_;  // SQL text -> statement name
 };
 
 // Seconds of a steady clock, for timing.
