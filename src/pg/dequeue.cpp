@@ -248,6 +248,10 @@ SPIPlanPtr budgeted_plan(bool all) {
                   {INT4OID, INT8OID, INT4OID, TEXTOID});
 }
 
+// Statements that look rows up by id keep their other conditions on
+// `_jobs` short of a partial index's whole predicate (here `status =
+// 'ready'` alone), or read them as columns (offers_plan): a generic plan
+// made on stale statistics would otherwise scan that partial index whole.
 SPIPlanPtr take_statement() {
   return prepared(take_plan,
                   "WITH mine AS MATERIALIZED (SELECT j.id AS job_id, t.paid_at FROM unnest($1::bigint[], $4::timestamptz[], "
@@ -278,6 +282,7 @@ void release_dropped_claims(const int64 *ids, int n) {
   // Asked while the jobs are still claimed and their claims recorded: an
   // error here leaves the abort to release them, lowering for each.
   Datum args[1] = {int8_array(ids, n)};
+  // By id: no `budget_ids` condition beside these (see take_statement).
   uint64 got = run_plan(prepared(still_free_plan,
                                  "SELECT id FROM zizq._jobs WHERE id = ANY ($1) AND status = 'ready' "
                                  "AND NOT parked",
