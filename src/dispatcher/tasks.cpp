@@ -338,19 +338,25 @@ void promote_scheduled() {
 SPIPlanPtr unparked_plan = nullptr;
 
 // Requested jobs still ready and not parked (their rows were locked):
-// their budgets are marked starved for their queues.
+// their budgets are marked starved for their queues. The statements here
+// find their rows by id and leave `budget_ids IS NOT NULL` out of the
+// conditions they lock and read with: with `status = 'ready' AND NOT
+// parked`, it would imply `_jobs_budgeted`'s predicate, and a generic plan
+// made on an empty table's statistics read that whole index, the ids a
+// condition on its second column (0.3 ms for 20,000 budgeted jobs).
 void starve_unparked(Datum requested) {
   prepared(unparked_plan,
-           "SELECT queue, budget_ids FROM zizq._jobs WHERE id = ANY ($1) AND status = 'ready' AND NOT parked "
-           "AND budget_ids IS NOT NULL",
+           "SELECT queue, budget_ids FROM zizq._jobs WHERE id = ANY ($1) AND status = 'ready' AND NOT parked",
            {INT8ARRAYOID});
   Datum args[1] = {requested};
   uint64 rows = run_plan(unparked_plan, args, nullptr, false);
   for (uint64 i = 0; i < rows; ++i) {
-    char *queue = column_text(i, 1);
     bool isnull = false;
+    Datum ids = column(i, 2, &isnull);
+    if (isnull) continue;  // unbound meanwhile: nothing to starve
+    char *queue = column_text(i, 1);
     int32 *budgets;
-    int nb = ZZ_MIN(array_int4(column(i, 2, &isnull), &budgets), core::kMaxBindings);
+    int nb = ZZ_MIN(array_int4(ids, &budgets), core::kMaxBindings);
     core::Binding bindings[core::kMaxBindings];
     for (int k = 0; k < nb; ++k) bindings[k] = core::Binding{budgets[k], 0};
     LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
@@ -371,10 +377,13 @@ void park_requested() {
   int n = take_park_requests(ids, kParkRequestSlots);
   LWLockRelease(shared->budget_lock);
   if (n == 0) return;
+  // (`budget_ids IS NOT NULL` on the update, not the locking scan: see
+  // starve_unparked.)
   prepared(park_plan,
            "WITH free AS (SELECT id FROM zizq._jobs WHERE id = ANY ($1) AND status = 'ready' AND NOT parked "
-           "AND budget_ids IS NOT NULL FOR UPDATE SKIP LOCKED) "
-           "UPDATE zizq._jobs j SET parked = true FROM free WHERE j.id = free.id RETURNING j.budget_ids",
+           "FOR UPDATE SKIP LOCKED) "
+           "UPDATE zizq._jobs j SET parked = true FROM free WHERE j.id = free.id AND j.budget_ids IS NOT NULL "
+           "RETURNING j.budget_ids",
            {INT8ARRAYOID});
   Datum args[1] = {int8_array(ids, n)};
   uint64 rows = run_plan(park_plan, args, nullptr, false);
