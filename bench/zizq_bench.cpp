@@ -582,9 +582,14 @@ int main(int argc, char **argv) {
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     double v = std::atof(argv[i + 1]);
-    if (k == "--statements" && (std::string(argv[i + 1]) == "prepared" || std::string(argv[i + 1]) == "simple"))
-      prepared_statements = std::string(argv[i + 1]) == "prepared";
-    else if (k == "--n") a.n = static_cast<int>(v);
+    if (k == "--statements") {
+      std::string mode = argv[i + 1];
+      if (mode != "prepared" && mode != "simple") {
+        std::fprintf(stderr, "--statements takes prepared or simple, not %s\n", mode.c_str());
+        return 2;
+      }
+      prepared_statements = mode == "prepared";
+    } else if (k == "--n") a.n = static_cast<int>(v);
     else if (k == "--workers") a.workers = static_cast<int>(v);
     else if (k == "--producers") a.producers = static_cast<int>(v);
     else if (k == "--batch") a.batch = static_cast<int>(v);

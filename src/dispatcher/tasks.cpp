@@ -377,11 +377,14 @@ void park_requested() {
   int n = take_park_requests(ids, kParkRequestSlots);
   LWLockRelease(shared->budget_lock);
   if (n == 0) return;
-  // (`budget_ids IS NOT NULL` on the update, not the locking scan: see
-  // starve_unparked.)
+  // `budget_ids IS NOT NULL` is on the update, not on the locking scan (see
+  // starve_unparked). The scan's COALESCE keeps it from locking a job
+  // unbound since it was refused, which free-stream dequeues would skip until
+  // the dispatcher commits; unlike a plain `cardinality(budget_ids) > 0` it
+  // is not strict, so the planner infers no `IS NOT NULL` from it.
   prepared(park_plan,
            "WITH free AS (SELECT id FROM zizq._jobs WHERE id = ANY ($1) AND status = 'ready' AND NOT parked "
-           "FOR UPDATE SKIP LOCKED) "
+           "AND COALESCE(cardinality(budget_ids), 0) > 0 FOR UPDATE SKIP LOCKED) "
            "UPDATE zizq._jobs j SET parked = true FROM free WHERE j.id = free.id AND j.budget_ids IS NOT NULL "
            "RETURNING j.budget_ids",
            {INT8ARRAYOID});

@@ -143,7 +143,9 @@ SELECT count(*) AS runs_now FROM zizq.dequeue(ARRAY['s']);
 -- while the table had no statistics yet (or those of an empty table, as a
 -- queue table often has): the whole line, a thousand entries, for the one job
 -- offered. A worker's plans are generic once it has run them a few times:
--- forced here.
+-- forced here; autovacuum is kept off the table meanwhile, so that its
+-- statistics stay those of no table at all.
+ALTER TABLE zizq._jobs SET (autovacuum_enabled = off);
 SELECT zizq.reset();
 SELECT key FROM zizq.define_budget('offer_line', 1, 'while_in_flight');
 SELECT count(*) FROM zizq.enqueue_many((SELECT jsonb_agg(jsonb_build_object('queue', 'lined', 'type', 't',
@@ -157,6 +159,7 @@ SELECT id - :first_lined AS offered_job_taken FROM zizq.dequeue(ARRAY['lined']);
 SELECT pg_stat_get_xact_tuples_returned('zizq._jobs_line_1'::regclass) < 100 AS reads_a_few_line_entries;
 ROLLBACK;
 RESET plan_cache_mode;
+ALTER TABLE zizq._jobs RESET (autovacuum_enabled);
 
 -- A dequeue of one queue reads that queue's jobs only: beside 20,000 ready
 -- jobs of another queue, a dequeue of an empty queue touches a handful of
@@ -200,7 +203,6 @@ BEGIN;
 SELECT pg_temp.dequeue_buffers('lined') < 60 AS looks_at_the_head_only;
 SELECT count(*) AS in_flight FROM zizq._jobs WHERE status = 'in_flight';
 ROLLBACK;
-SELECT zizq.reset();
 SELECT zizq.reset();
 
 -- Scan floors (src/core/scan_floor.hpp). A transaction that truncated the
