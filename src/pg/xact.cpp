@@ -338,8 +338,7 @@ void commit_all() {
     if (shared->loading) {
       for (int i = logged_upto; i < nops; ++i) log_budget_op(ops[i], /*at_pre_commit=*/false);
     } else if (shared->budgets_loaded) {
-      for (int i = from; i < nops; ++i)
-        if (i >= logged_upto || is_budget_op(ops[i].kind)) apply_budget_op(ops[i], now, handoffs);
+      for (int i = from; i < nops; ++i) apply_budget_op(ops[i], now, handoffs);  // budget ops only
     }
     wake_dispatcher_now = wake_dispatcher_now || shared->dirty_marks != marks_before;
     LWLockRelease(shared->budget_lock);
