@@ -435,33 +435,68 @@ void retained(const Args &a) {
          a.n / s, "jobs/s");
 }
 
+// The time from a complete's call to the dispatch its token allowed. With a
+// limit of L, dispatch k (in time order) needs k - L tokens back, so it came
+// no earlier than the (k - L)-th complete call: pairing the sorted lists
+// this way gives each hand-off's gap (exact while the slots are all busy).
+std::vector<double> handoff_gaps(std::vector<double> dispatched, std::vector<double> completing, int limit) {
+  std::sort(dispatched.begin(), dispatched.end());
+  std::sort(completing.begin(), completing.end());
+  std::vector<double> gaps;
+  for (size_t k = limit; k < dispatched.size() && k - limit < completing.size(); ++k)
+    gaps.push_back(1000 * (dispatched[k] - completing[k - limit]));
+  return gaps;
+}
+
+double mean(const std::vector<double> &v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / v.size();
+}
+
 void limited(const Args &a) {
   Conn c;
   fresh(c);
   c.exec("SELECT zizq.define_budget('limit', $1::int, 'while_in_flight')", {std::to_string(a.limit)});
   enqueue_jobs(c, a.n, "limited", "'[{\"key\": \"limit\"}]'::jsonb");
   std::atomic<int> running{0}, peak{0}, done{0};
+  std::mutex times_lock;
+  std::vector<double> dispatched, completing;
   FinishLine finish;
   double start = timed_workers(a.workers, [&](Conn &wc) {
     while (done.load() < a.n) {
       auto r = call(wc, "SELECT id FROM zizq.dequeue(ARRAY['limited'], 1, wait => '200 ms')");
       if (r.rows() == 0) continue;
+      {
+        std::lock_guard<std::mutex> g(times_lock);
+        dispatched.push_back(now_s());
+      }
       int now = ++running;
       int seen = peak.load();
       while (now > seen && !peak.compare_exchange_weak(seen, now)) {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(a.job_ms));
       --running;
+      {
+        std::lock_guard<std::mutex> g(times_lock);
+        completing.push_back(now_s());
+      }
       call(wc, "SELECT zizq.complete($1::bigint)", {r.get(0, 0)});
       if (++done == a.n) finish.cross();
     }
   });
   double s = finish.at() - start;
   double ideal = 1000.0 * a.limit / a.job_ms;
+  std::vector<double> gaps = handoff_gaps(dispatched, completing, a.limit);
   report(a, "while_in_flight " + std::to_string(a.limit) + ", jobs of " + std::to_string(a.job_ms) + " ms, " +
                 std::to_string(a.workers) + " workers",
          a.n / s, "jobs/s",
-         {{"ideal", fmt("%.1f", ideal)}, {"max_concurrency", std::to_string(peak.load())}, {"n", std::to_string(a.n)}});
+         {{"ideal", fmt("%.1f", ideal)},
+          {"max_concurrency", std::to_string(peak.load())},
+          {"n", std::to_string(a.n)},
+          {"first_dispatch_ms", fmt("%.3f", dispatched.empty() ? 0.0 : 1000 * (dispatched.front() - start))},
+          {"handoff_ms", latency_json(gaps)},
+          {"handoff_mean_ms", fmt("%.3f", mean(gaps))}});
 }
 
 void rate(const Args &a) {
