@@ -327,6 +327,29 @@ SPIPlanPtr offers_plan() {
 
 // ---- the free stream: one FOR UPDATE SKIP LOCKED cursor per queue ---------------------
 
+// Where a read of one queue's ready jobs of a kind starts, and whether the
+// dequeue may raise that floor (core/scan_floor.hpp). The floor is read
+// before the read takes its snapshot. A snapshot older than the statement
+// (REPEATABLE READ) may miss jobs whose floors were lowered before the
+// read, and a transaction that hid ready jobs from itself would bring them
+// back below the floor if it rolled back: neither raises. A transaction
+// that made jobs ready sees them before their floors are lowered (at its
+// commit): it reads from the bottom. Every queue at once: no floor.
+struct FloorStart {
+  core::FloorView view;
+  bool may_raise;
+  // The queue holds no ready job of the kind: a read from the floor would
+  // find nothing, so none is made.
+  bool nothing_ready() const { return view.floor == core::kAboveAllKeys; }
+};
+
+FloorStart floor_start(const char *queue, core::FloorKind kind) {
+  if (queue == nullptr) return FloorStart{core::FloorView{core::kBottomKey, 0}, false};
+  FloorStart f{floor_of(queue, kind), !IsolationUsesXactSnapshot() && !hid_ready_jobs(kind)};
+  if (readied_jobs()) f.view.floor = core::kBottomKey;
+  return f;
+}
+
 struct FreeCursor {
   Portal portal;
   bool has_head, done;
@@ -353,14 +376,28 @@ void advance(FreeCursor &c) {
   c.head.nbindings = 0;
 }
 
+// One cursor per queue. A queue whose free floor is above every key has no
+// cursor (it would find nothing); one whose cursor meets no job at all
+// raises its floor there, as fast_attempt's statement would, so that the
+// looks of a queue of budgeted jobs skip the read after the first.
 FreeStreams open_free(const Request &r) {
   FreeStreams fs;
   fs.n = r.nqueues == 0 ? 1 : r.nqueues;
   fs.cursors = static_cast<FreeCursor *>(palloc0(sizeof(FreeCursor) * fs.n));
   for (int i = 0; i < fs.n; ++i) {
-    Datum args[1] = {r.nqueues == 0 ? 0 : CStringGetTextDatum(r.queues[i])};
-    fs.cursors[i].portal = SPI_cursor_open(nullptr, free_plan(r.nqueues == 0), args, nullptr, false);
-    advance(fs.cursors[i]);
+    FreeCursor &c = fs.cursors[i];
+    const char *queue = r.nqueues == 0 ? nullptr : r.queues[i];
+    FloorStart start = floor_start(queue, core::FloorKind::Free);
+    if (start.nothing_ready()) {
+      c.done = true;
+      continue;
+    }
+    Datum args[1] = {queue == nullptr ? 0 : CStringGetTextDatum(queue)};
+    uint64 noted = examined_count();
+    c.portal = SPI_cursor_open(nullptr, free_plan(queue == nullptr), args, nullptr, false);
+    advance(c);
+    if (start.may_raise && !c.has_head && examined_count() == noted)
+      raise_floor_of(queue, core::FloorKind::Free, start.view.seq, core::kAboveAllKeys);
   }
   return fs;
 }
@@ -383,7 +420,7 @@ void close_free(FreeStreams &fs) {
   for (int i = 0; i < fs.n; ++i) {
     if (fs.cursors[i].has_head)
       at_commit_wake_queue(queue_hash(fs.cursors[i].head.queue, strlen(fs.cursors[i].head.queue)), 1);
-    SPI_cursor_close(fs.cursors[i].portal);
+    if (fs.cursors[i].portal != nullptr) SPI_cursor_close(fs.cursors[i].portal);
   }
 }
 
@@ -436,16 +473,14 @@ void refill_budgeted(const Request &r, BudgetedStream &b, int page) {
 // then raise it past the jobs it claims (raise_past_walk). Several queues,
 // or every queue, are read from the bottom.
 BudgetedStream open_budgeted(const Request &r, int page) {
-  bool one = r.nqueues == 1;
-  core::FloorView floor = one ? floor_of(r.queues[0], core::FloorKind::Budgeted) : core::FloorView{core::kBottomKey, 0};
-  if (readied_jobs()) floor.floor = core::kBottomKey;
-  bool may_raise = one && !IsolationUsesXactSnapshot() && !hid_ready_jobs(core::FloorKind::Budgeted);
-  BudgetedStream b{{nullptr, 0, 0, true}, floor.floor, may_raise, floor.seq, core::kBottomKey};
+  FloorStart start = floor_start(r.nqueues == 1 ? r.queues[0] : nullptr, core::FloorKind::Budgeted);
+  BudgetedStream b{{nullptr, 0, 0, true}, start.view.floor, start.may_raise, start.view.seq, core::kBottomKey};
+  if (start.nothing_ready()) return b;  // exhausted: the read would find nothing
   begin_examined();
   refill_budgeted(r, b, page);
   // (Only when it would move: the raise takes the floors' lock exclusively.)
-  if (may_raise && floor.floor < examined_min())
-    raise_floor_of(r.queues[0], core::FloorKind::Budgeted, floor.seq, examined_min());
+  if (start.may_raise && start.view.floor < examined_min())
+    raise_floor_of(r.queues[0], core::FloorKind::Budgeted, start.view.seq, examined_min());
   return b;
 }
 
@@ -672,19 +707,15 @@ uint64 take(const Request &r, const TakeList &list, bool *taken, Tuplestorestate
   return rows;
 }
 
-// A dequeue of one queue scans from the queue's floor, and raises it to the
-// first ready job its scan met (see floors.hpp for why this is safe). The
-// floor is read before the statement takes its snapshot. A snapshot older
-// than the statement (REPEATABLE READ) may miss jobs whose floors were
-// lowered before the read, and a transaction that hid ready jobs from
-// itself would bring them back below the floor if it rolled back: neither
-// raises. A transaction that made jobs ready sees them before their floors
-// are lowered (at its commit): it scans from the bottom.
+// A dequeue of one queue scans from the queue's floor (floor_start), and
+// raises it to the first ready job its scan met (see floors.hpp for why
+// this is safe).
 uint64 fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryContext out) {
   bool one = r.nqueues == 1;
-  core::FloorView floor = one ? floor_of(r.queues[0], core::FloorKind::Free) : core::FloorView{core::kBottomKey, 0};
-  if (readied_jobs()) floor.floor = core::kBottomKey;
-  bool may_raise = one && !IsolationUsesXactSnapshot() && !hid_ready_jobs(core::FloorKind::Free);
+  FloorStart start = floor_start(one ? r.queues[0] : nullptr, core::FloorKind::Free);
+  if (start.nothing_ready()) return 0;  // the statement would find nothing
+  core::FloorView floor = start.view;
+  bool may_raise = start.may_raise;
   Datum args[6] = {Int32GetDatum(r.max_jobs), Int64GetDatum(r.session), Int64GetDatum(r.lease_ms),
                    one ? CStringGetTextDatum(r.queues[0]) : 0, Int32GetDatum(floor.floor.priority),
                    Int64GetDatum(floor.floor.id)};

@@ -40,6 +40,7 @@ bool own_insert = false;
 bool hidden[core::kFloorKinds] = {false, false};
 bool readied = false;
 core::JobKey examined_key = core::kAboveAllKeys;
+uint64 examined_noted = 0;
 bool moved_claim_met = false;
 
 }  // namespace
@@ -164,10 +165,13 @@ void begin_examined() {
 }
 
 void note_examined(core::JobKey key) {
+  ++examined_noted;
   if (key < examined_key) examined_key = key;
 }
 
 core::JobKey examined_min() { return examined_key; }
+
+uint64 examined_count() { return examined_noted; }
 
 void note_moved_claim() { moved_claim_met = true; }
 bool met_moved_claim() { return moved_claim_met; }

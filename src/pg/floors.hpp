@@ -86,6 +86,9 @@ void abort_live_raises();  // the (sub)transaction aborts
 void begin_examined();
 void note_examined(core::JobKey key);
 core::JobKey examined_min();
+// How many keys have been noted so far (never reset): a read that left it
+// unchanged met no ready job at all.
+uint64 examined_count();
 // Since begin_examined(), the read skipped a job another dequeue claimed at
 // another key (claims.hpp, Moved): no raise may pass it.
 void note_moved_claim();
