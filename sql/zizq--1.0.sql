@@ -179,7 +179,7 @@ SELECT pg_catalog.pg_extension_config_dump('zizq._job_errors', '');
 -- 3. Triggers (one place for the rules every path must obey) and row security
 ------------------------------------------------------------------------------
 
--- One trigger per event, in C, without WHEN clauses: PostgreSQL compiles
+-- One row trigger per event, in C, without WHEN clauses: PostgreSQL compiles
 -- WHEN quals for every statement, which would cost each dequeue and complete
 -- more than the checks themselves. Whatever path changes a job, they apply
 -- the rules every path must obey:
@@ -196,8 +196,16 @@ CREATE TRIGGER job_update BEFORE UPDATE ON zizq._jobs FOR EACH ROW
   EXECUTE FUNCTION zizq._trg_job_update();
 CREATE FUNCTION zizq._trg_job_delete() RETURNS trigger
   LANGUAGE c AS 'MODULE_PATHNAME', 'zizq_trg_job_delete';
-CREATE TRIGGER job_delete BEFORE DELETE ON zizq._jobs FOR EACH ROW
+-- AFTER: a BEFORE ROW DELETE trigger makes the executor lock each row
+-- first, a WAL record per completed job. What must be known before the rows
+-- go (ready jobs hidden from the rest of the transaction) is noted by a
+-- statement trigger.
+CREATE TRIGGER job_delete AFTER DELETE ON zizq._jobs FOR EACH ROW
   EXECUTE FUNCTION zizq._trg_job_delete();
+CREATE FUNCTION zizq._trg_jobs_deleting() RETURNS trigger
+  LANGUAGE c AS 'MODULE_PATHNAME', 'zizq_trg_jobs_deleting';
+CREATE TRIGGER jobs_deleting BEFORE DELETE ON zizq._jobs FOR EACH STATEMENT
+  EXECUTE FUNCTION zizq._trg_jobs_deleting();
 -- Writes around zizq's functions (COPY, pg_restore, INSERT, TRUNCATE):
 -- the scan floors of dequeue cannot know their keys (src/pg/triggers.cpp).
 CREATE FUNCTION zizq._trg_jobs_inserted() RETURNS trigger

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "pg/pg.hpp"
+#include "pg/floors.hpp"
 #include "pg/shmem.hpp"
 #include "pg/spi.hpp"
 #include "pg/xact.hpp"
@@ -13,36 +14,89 @@
 namespace zizq::pg {
 namespace {
 
-SPIPlanPtr complete_plan = nullptr;
+SPIPlanPtr delete_plan = nullptr, keep_plan = nullptr, errors_plan = nullptr;
 
-// Completes the in-flight jobs among `ids`; returns how many, their ids in
-// SPI_tuptable (column 1). Column 2 is the purge time of retained ones.
-uint64 complete_jobs(Datum ids) {
-  prepared(complete_plan,
-           "WITH gone AS ("
-           "  DELETE FROM zizq._jobs WHERE id = ANY ($1) AND status = 'in_flight'"
-           "    AND COALESCE((retention->>'completed_ms')::bigint, $2) = 0"
-           "  RETURNING id, attempts),"
-           " kept AS ("
-           "  UPDATE zizq._jobs SET status = 'completed', completed_at = clock_timestamp(), session_id = NULL,"
-           "    lease_until = NULL, lease_ms = NULL,"
-           "    purge_at = clock_timestamp() + COALESCE((retention->>'completed_ms')::bigint, $2) * interval '1 millisecond',"
-           "    unique_hold = CASE WHEN unique_while = 'exists' THEN unique_hold END"
-           "  WHERE id = ANY ($1) AND status = 'in_flight' AND COALESCE((retention->>'completed_ms')::bigint, $2) > 0"
-           "  RETURNING id, purge_at),"
-           " errors AS (DELETE FROM zizq._job_errors e USING gone WHERE e.job_id = gone.id AND gone.attempts > 0)"
-           " SELECT id, NULL::timestamptz FROM gone UNION ALL SELECT id, purge_at FROM kept",
+// Three statements, the last two run only when needed: most completes
+// delete their jobs and nothing else. (One statement with the three as
+// CTEs initialised an UPDATE, with every index of zizq._jobs opened for it,
+// on each call: a third of a single complete's time.)
+
+// Deletes the in-flight jobs among `ids` that nothing retains; their ids
+// and attempts in SPI_tuptable.
+uint64 delete_unretained(Datum ids) {
+  prepared(delete_plan,
+           "DELETE FROM zizq._jobs WHERE id = ANY ($1) AND status = 'in_flight' "
+           "AND COALESCE((retention->>'completed_ms')::bigint, $2) = 0 RETURNING id, attempts",
            {INT8ARRAYOID, INT8OID});
   Datum args[2] = {ids, Int64GetDatum(guc_completed_retention_ms)};
-  uint64 rows = run_plan(complete_plan, args, nullptr, false);
+  uint64 rows = 0;
+  begin_own_delete();
+  PG_TRY();
+  {
+    rows = run_plan(delete_plan, args, nullptr, false);
+  }
+  PG_FINALLY();
+  {
+    end_own_delete();
+  }
+  PG_END_TRY();
+  return rows;
+}
+
+// Marks the other in-flight jobs among `ids` completed, kept until their
+// retention ends; their ids and purge times in SPI_tuptable. (No retention
+// condition: a job whose retention became 0 since the delete read it is
+// completed all the same, and purged at once.)
+uint64 keep_retained(Datum ids) {
+  prepared(keep_plan,
+           "UPDATE zizq._jobs SET status = 'completed', completed_at = clock_timestamp(), session_id = NULL,"
+           "  lease_until = NULL, lease_ms = NULL,"
+           "  purge_at = clock_timestamp() + COALESCE((retention->>'completed_ms')::bigint, $2) * interval '1 millisecond',"
+           "  unique_hold = CASE WHEN unique_while = 'exists' THEN unique_hold END"
+           " WHERE id = ANY ($1) AND status = 'in_flight' RETURNING id, purge_at",
+           {INT8ARRAYOID, INT8OID});
+  Datum args[2] = {ids, Int64GetDatum(guc_completed_retention_ms)};
+  return run_plan(keep_plan, args, nullptr, false);
+}
+
+void delete_errors(const int64 *job_ids, int n) {
+  if (n == 0) return;
+  prepared(errors_plan, "DELETE FROM zizq._job_errors WHERE job_id = ANY ($1)", {INT8ARRAYOID});
+  Datum args[1] = {int8_array(job_ids, n)};
+  (void)run_plan(errors_plan, args, nullptr, false);
+}
+
+// Completes the in-flight jobs among ids[0, n); returns how many, their
+// ids in `applied` (room for n, in the SPI context).
+int complete_jobs(const int64 *ids, int n, int64 *applied) {
+  uint64 gone = delete_unretained(int8_array(ids, n));
+  int done = 0, nerrors = 0;
+  int64 *with_errors = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(gone, 1)));
+  for (uint64 i = 0; i < gone; ++i) {
+    applied[done++] = column_int64(i, 1);
+    if (column_int32(i, 2) > 0) with_errors[nerrors++] = applied[done - 1];
+  }
+  delete_errors(with_errors, nerrors);
+  if (done == n) return done;
+  // The rest: retained, or not in flight.
+  int64 *sorted = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(done, 1)));
+  std::copy(applied, applied + done, sorted);
+  std::sort(sorted, sorted + done);
+  int64 *rest = static_cast<int64 *>(palloc(sizeof(int64) * n));
+  int nrest = 0;
+  for (int i = 0; i < n; ++i)
+    if (!std::binary_search(sorted, sorted + done, ids[i])) rest[nrest++] = ids[i];
+  if (nrest == 0) return done;  // ids named twice
+  uint64 kept = keep_retained(int8_array(rest, nrest));
   TimestampTz earliest = 0;
-  for (uint64 i = 0; i < rows; ++i) {
+  for (uint64 i = 0; i < kept; ++i) {
+    applied[done++] = column_int64(i, 1);
     bool isnull = false;
     Datum purge = column(i, 2, &isnull);
     if (!isnull && (earliest == 0 || DatumGetTimestampTz(purge) < earliest)) earliest = DatumGetTimestampTz(purge);
   }
   if (earliest != 0) at_commit_wake_dispatcher_before(earliest);
-  return rows;
+  return done;
 }
 
 }  // namespace
@@ -58,7 +112,8 @@ Datum zizq_complete_one(PG_FUNCTION_ARGS) {
   int64 id = PG_GETARG_INT64(0);
   bool only_own_before = only_own_changes_so_far();
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
-  uint64 done = complete_jobs(int8_array(&id, 1));
+  int64 applied[1];
+  int done = complete_jobs(&id, 1, applied);
   SPI_finish();
   note_own_change(only_own_before, OwnChange::Durable);
   PG_RETURN_BOOL(done > 0);
@@ -73,12 +128,11 @@ Datum zizq_complete_many(PG_FUNCTION_ARGS) {
   MemoryContext outer = CurrentMemoryContext;
   bool only_own_before = only_own_changes_so_far();
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
-  uint64 done = complete_jobs(int8_array(ids, n));
+  int64 *applied = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(n, 1)));
+  int done = complete_jobs(ids, n, applied);
   MemoryContext old = MemoryContextSwitchTo(outer);
   int64 *missed = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(n, 1)));
   MemoryContextSwitchTo(old);
-  int64 *applied = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(done, 1)));
-  for (uint64 r = 0; r < done; ++r) applied[r] = column_int64(r, 1);
   std::sort(applied, applied + done);
   int nmissed = 0;
   for (int i = 0; i < n; ++i)

@@ -37,6 +37,7 @@ void undo_live_raises() {
 }
 
 bool own_insert = false;
+bool own_delete = false;
 bool hidden[core::kFloorKinds] = {false, false};
 bool readied = false;
 core::JobKey examined_key = core::kAboveAllKeys;
@@ -104,6 +105,10 @@ void clear_all_floors() {
 void begin_own_insert() { own_insert = true; }
 void end_own_insert() { own_insert = false; }
 bool in_own_insert() { return own_insert; }
+
+void begin_own_delete() { own_delete = true; }
+void end_own_delete() { own_delete = false; }
+bool in_own_delete() { return own_delete; }
 
 void note_hidden_ready_job(core::FloorKind kind) { hidden[static_cast<int>(kind)] = true; }
 void note_hidden_ready_jobs_of_all_kinds() { hidden[0] = hidden[1] = true; }

@@ -50,6 +50,12 @@ void begin_own_insert();
 void end_own_insert();
 bool in_own_insert();
 
+// Around complete's DELETE, which removes in-flight jobs only: the
+// statement trigger for other DELETEs notes hidden ready jobs of all kinds.
+void begin_own_delete();
+void end_own_delete();
+bool in_own_delete();
+
 // This transaction has hidden a ready job of the kind from its own later
 // statements (took, moved or deleted it): it must not raise floors of that
 // kind, since its rollback would make the job ready again below them.

@@ -1,9 +1,12 @@
 // zizq triggers on zizq._jobs: the rules every path that changes a job must
 // obey, whoever runs the UPDATE or DELETE (see sql/zizq--1.0.sql, part 3).
-// BEFORE ROW triggers without WHEN clauses: the checks here cost less than
-// PostgreSQL's per-statement compilation of a WHEN qual, and nothing is
-// queued for after the statement. The work they record happens at commit
-// (xact.cpp), so a row that is not in the end updated changes nothing.
+// Row triggers without WHEN clauses: the checks here cost less than
+// PostgreSQL's per-statement compilation of a WHEN qual. The UPDATE trigger
+// runs BEFORE (it may unpark the new row), queueing nothing for after the
+// statement. The DELETE trigger runs AFTER: before a BEFORE ROW DELETE
+// trigger the executor locks the row, a WAL record per completed job. The
+// work they record happens at commit (xact.cpp), so a row that is not in
+// the end updated changes nothing.
 #include "pg/pg.hpp"
 #include "pg/shmem.hpp"
 #include "pg/spi.hpp"
@@ -162,8 +165,7 @@ Datum zizq_trg_job_delete(PG_FUNCTION_ARGS) {
   Row old{td->tg_trigtuple, RelationGetDescr(td->tg_relation)};
   if (old.is_status(a.status, "in_flight") && !old.is_null(a.budget_ids)) release_at_commit(old, a);
   if (old.flag(a.parked)) leave_lines_at_commit(old, a);
-  note_if_hidden(old, a);
-  return PointerGetDatum(td->tg_trigtuple);
+  return PointerGetDatum(nullptr);  // AFTER: ignored (zizq_trg_jobs_deleting noted hidden jobs)
 }
 
 // Statement triggers for writes around zizq's functions. Rows inserted by
@@ -175,6 +177,17 @@ PG_FUNCTION_INFO_V1(zizq_trg_jobs_inserted);
 Datum zizq_trg_jobs_inserted(PG_FUNCTION_ARGS) {
   (void)trigger_data(fcinfo, "zizq_trg_jobs_inserted");
   if (shared != nullptr && !in_own_insert()) at_commit_clear_floors();
+  return PointerGetDatum(nullptr);
+}
+
+// Before any other DELETE: it may remove ready jobs, which a rollback would
+// bring back (see note_if_hidden). Noted here rather than per row, as the
+// row trigger runs only after the statement. complete's DELETE removes
+// in-flight jobs only.
+PG_FUNCTION_INFO_V1(zizq_trg_jobs_deleting);
+Datum zizq_trg_jobs_deleting(PG_FUNCTION_ARGS) {
+  (void)trigger_data(fcinfo, "zizq_trg_jobs_deleting");
+  if (!in_own_delete()) note_hidden_ready_jobs_of_all_kinds();
   return PointerGetDatum(nullptr);
 }
 

@@ -74,6 +74,7 @@ void forget_all() {
   forget_hidden_ready_jobs();
   forget_readied_jobs();
   end_own_insert();
+  end_own_delete();
   end_live_raises();
   forget_commit_mode();
   logged_upto = 0;

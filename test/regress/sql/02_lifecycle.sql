@@ -134,3 +134,28 @@ SELECT count(*) AS taken_once FROM zizq.dequeue(ARRAY['ro'], 1, wait => '10 ms')
 SELECT key FROM zizq.define_budget('b', 1, 'while_in_flight');
 SELECT zizq.reset();
 SELECT (SELECT count(*) FROM zizq.jobs) AS jobs, (SELECT count(*) FROM zizq.list_budgets()) AS budgets;
+
+-- A bulk complete over a retained job and one that is not, an id named
+-- twice and one unknown: the retained job stays as completed, the other
+-- goes with its errors, and only the unknown id comes back.
+SELECT id AS kept_id FROM zizq.enqueue('mix', 't', retention => '{"completed_ms": 3600000}') \gset
+SELECT id AS gone_id FROM zizq.enqueue('mix', 't') \gset
+SELECT count(*) AS taken FROM zizq.dequeue(ARRAY['mix'], 2);
+SELECT status FROM zizq.fail(:gone_id, 'once');
+UPDATE zizq._jobs SET ready_at = now(), status = 'ready' WHERE id = :gone_id;  -- skip the wait (test only)
+SELECT count(*) AS taken_again FROM zizq.dequeue(ARRAY['mix']);
+SELECT zizq.complete(ARRAY[:gone_id, :kept_id, :gone_id, 424242]) AS not_applied;
+SELECT id = :kept_id AS kept, status FROM zizq.jobs WHERE queue = 'mix';
+SELECT count(*) AS errors_gone FROM zizq._job_errors WHERE job_id = :gone_id;
+
+-- A complete writes its job's delete and its commit, no row lock before the
+-- delete (a BEFORE ROW DELETE trigger made the executor lock each row
+-- first: a WAL record more per job).
+CREATE EXTENSION pg_walinspect;
+SELECT id AS wal_job FROM zizq.enqueue('wal', 't') \gset
+SELECT count(*) AS taken FROM zizq.dequeue(ARRAY['wal']);
+SELECT pg_current_wal_insert_lsn() AS before_complete \gset
+SELECT zizq.complete(:wal_job), pg_current_xact_id()::xid AS complete_xid \gset
+SELECT resource_manager, record_type FROM pg_get_wal_records_info(:'before_complete', pg_current_wal_flush_lsn())
+  WHERE xid = :'complete_xid' ORDER BY start_lsn;
+DROP EXTENSION pg_walinspect;
