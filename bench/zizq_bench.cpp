@@ -461,7 +461,7 @@ void limited(const Args &a) {
   enqueue_jobs(c, a.n, "limited", "'[{\"key\": \"limit\"}]'::jsonb");
   std::atomic<int> running{0}, peak{0}, done{0};
   std::mutex times_lock;
-  std::vector<double> dispatched, completing;
+  std::vector<double> dispatched, completing, job_ms;  // job_ms: how long the client's sleep really took
   FinishLine finish;
   double start = timed_workers(a.workers, [&](Conn &wc) {
     while (done.load() < a.n) {
@@ -475,11 +475,13 @@ void limited(const Args &a) {
       int seen = peak.load();
       while (now > seen && !peak.compare_exchange_weak(seen, now)) {
       }
+      double began = now_s();
       std::this_thread::sleep_for(std::chrono::milliseconds(a.job_ms));
       --running;
       {
         std::lock_guard<std::mutex> g(times_lock);
         completing.push_back(now_s());
+        job_ms.push_back(1000 * (completing.back() - began));
       }
       call(wc, "SELECT zizq.complete($1::bigint)", {r.get(0, 0)});
       if (++done == a.n) finish.cross();
@@ -496,7 +498,8 @@ void limited(const Args &a) {
           {"n", std::to_string(a.n)},
           {"first_dispatch_ms", fmt("%.3f", dispatched.empty() ? 0.0 : 1000 * (dispatched.front() - start))},
           {"handoff_ms", latency_json(gaps)},
-          {"handoff_mean_ms", fmt("%.3f", mean(gaps))}});
+          {"handoff_mean_ms", fmt("%.3f", mean(gaps))},
+          {"job_ms_mean", fmt("%.3f", mean(job_ms))}});
 }
 
 void rate(const Args &a) {
