@@ -144,6 +144,16 @@ class FinishLine {
   double at_ = 0;
 };
 
+// The statements of the timed worker loops, prepared while warming up.
+const char *const kDequeueOne = "SELECT id FROM zizq.dequeue(ARRAY[$1], 1, wait => $2::interval)";
+const char *const kDequeueBatch = "SELECT array_agg(id) FROM zizq.dequeue(ARRAY[$1], $2::int, wait => '200 ms')";
+const char *const kCompleteOne = "SELECT zizq.complete($1::bigint)";
+const char *const kCompleteMany = "SELECT zizq.complete($1::bigint[])";
+const char *const kDequeueLatency = "SELECT id FROM zizq.dequeue(ARRAY['lat'], 1, wait => '1 s')";
+const char *const kDequeueSteady = "SELECT id FROM zizq.dequeue(ARRAY['steady'], 10, wait => '200 ms')";
+const std::vector<std::string> kWorkerStatements = {kDequeueOne,     kDequeueBatch,  kCompleteOne,
+                                                    kCompleteMany,   kDequeueLatency, kDequeueSteady};
+
 // Runs `body` on n connections made (and, for workers, warmed) beforehand;
 // returns the instant they were all let go.
 double timed_workers(int n, const std::function<void(Conn &)> &body, bool warm = true) {
@@ -158,6 +168,8 @@ double timed_workers(int n, const std::function<void(Conn &)> &body, bool warm =
       if (warm) {
         c.exec("SELECT count(*) FROM zizq.dequeue(ARRAY['warm-up'], 1)");
         c.exec("SELECT zizq.complete('{}'::bigint[])");
+        if (prepared_statements)
+          for (const std::string &sql : kWorkerStatements) c.prepare(sql);
       }
       ++ready;
       while (!go.load()) std::this_thread::yield();
@@ -177,15 +189,14 @@ double drain_queue(const Args &a, const std::string &queue, int batch, int64_t t
   FinishLine finish;
   double start = timed_workers(a.workers, [&](Conn &c) {
     while (done.load() < total) {
-      auto r = call(c, "SELECT array_agg(id) FROM zizq.dequeue(ARRAY[$1], $2::int, wait => '200 ms')",
-                      {queue, std::to_string(batch)});
+      auto r = call(c, kDequeueBatch, {queue, std::to_string(batch)});
       if (r.null(0, 0)) continue;
       std::string ids = r.get(0, 0);
       int64_t n = std::count(ids.begin(), ids.end(), ',') + 1;
       if (batch == 1)
-        call(c, "SELECT zizq.complete($1::bigint)", {ids.substr(1, ids.size() - 2)});
+        call(c, kCompleteOne, {ids.substr(1, ids.size() - 2)});
       else
-        call(c, "SELECT zizq.complete($1::bigint[])", {ids});
+        call(c, kCompleteMany, {ids});
       if ((done += n) >= total) finish.cross();
     }
   });
@@ -195,10 +206,10 @@ double drain_queue(const Args &a, const std::string &queue, int batch, int64_t t
 // Dequeues one job of `queue`, waiting up to `wait`, and completes it at
 // once. Returns when the dequeue returned, or -1 when no job came.
 double run_one(Conn &c, const std::string &queue, const std::string &wait) {
-  auto r = call(c, "SELECT id FROM zizq.dequeue(ARRAY[$1], 1, wait => $2::interval)", {queue, wait});
+  auto r = call(c, kDequeueOne, {queue, wait});
   double t = now_s();
   if (r.rows() == 0) return -1;
-  call(c, "SELECT zizq.complete($1::bigint)", {r.get(0, 0)});
+  call(c, kCompleteOne, {r.get(0, 0)});
   return t;
 }
 
@@ -284,11 +295,11 @@ void latency(const Args &a) {
       Conn wc;
       ++ready;
       while (!stop.load()) {
-        auto r = call(wc, "SELECT id FROM zizq.dequeue(ARRAY['lat'], 1, wait => '1 s')");
+        auto r = call(wc, kDequeueLatency);
         double t = now_s();
         if (r.rows() == 0) continue;
         lat.started(r.get(0, 0), t);
-        call(wc, "SELECT zizq.complete($1::bigint)", {r.get(0, 0)});
+        call(wc, kCompleteOne, {r.get(0, 0)});
       }
     });
   while (ready.load() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -325,7 +336,7 @@ void steady(const Args &a) {
     threads.emplace_back([&] {
       Conn wc;
       while (producing.load()) {
-        auto r = call(wc, "SELECT id FROM zizq.dequeue(ARRAY['steady'], 10, wait => '200 ms')");
+        auto r = call(wc, kDequeueSteady);
         double t = now_s();
         if (r.rows() == 0) continue;
         std::string ids = "{";
@@ -333,7 +344,7 @@ void steady(const Args &a) {
           ids += (i ? "," : "") + r.get(i, 0);
           if (t < end) lat.started(r.get(i, 0), t);
         }
-        call(wc, "SELECT zizq.complete($1::bigint[])", {ids + "}"});
+        call(wc, kCompleteMany, {ids + "}"});
         if (now_s() < end) completed += r.rows();
       }
     });
@@ -465,7 +476,7 @@ void limited(const Args &a) {
   FinishLine finish;
   double start = timed_workers(a.workers, [&](Conn &wc) {
     while (done.load() < a.n) {
-      auto r = call(wc, "SELECT id FROM zizq.dequeue(ARRAY['limited'], 1, wait => '200 ms')");
+      auto r = call(wc, kDequeueOne, {"limited", "200 ms"});
       if (r.rows() == 0) continue;
       {
         std::lock_guard<std::mutex> g(times_lock);
@@ -483,7 +494,7 @@ void limited(const Args &a) {
         completing.push_back(now_s());
         job_ms.push_back(1000 * (completing.back() - began));
       }
-      call(wc, "SELECT zizq.complete($1::bigint)", {r.get(0, 0)});
+      call(wc, kCompleteOne, {r.get(0, 0)});
       if (++done == a.n) finish.cross();
     }
   });

@@ -81,17 +81,22 @@ class Conn {
   // (named s1, s2, ...), as a worker library prepares its hot statements:
   // the server then parses and plans it once, not at every call.
   Result exec_prepared(const std::string &sql, const std::vector<std::string> &params) {
+    const std::string &name = prepare(sql);
+    std::vector<const char *> values;
+    for (const auto &p : params) values.push_back(p.c_str());
+    return check(PQexecPrepared(c_, name.c_str(), static_cast<int>(values.size()), values.data(), nullptr, nullptr, 0),
+                 sql);
+  }
+
+  // The name of `sql` prepared on this connection, preparing it the first time.
+  const std::string &prepare(const std::string &sql) {
     auto it = prepared_.find(sql);
     if (it == prepared_.end()) {
       std::string name = "s" + std::to_string(prepared_.size() + 1);
       check(PQprepare(c_, name.c_str(), sql.c_str(), 0, nullptr), sql);
       it = prepared_.emplace(sql, name).first;
     }
-    std::vector<const char *> values;
-    for (const auto &p : params) values.push_back(p.c_str());
-    return check(PQexecPrepared(c_, it->second.c_str(), static_cast<int>(values.size()), values.data(), nullptr,
-                                nullptr, 0),
-                 sql);
+    return it->second;
   }
 
   PGconn *raw() { return c_; }
