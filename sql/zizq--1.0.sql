@@ -613,7 +613,7 @@ END
 $$;
 
 -- Removes jobs and the errors of their attempts. An in-flight job's later
--- complete answers false; its tokens come back (trigger flight_exit_delete).
+-- complete answers false; its tokens come back (trigger job_delete).
 CREATE FUNCTION zizq._delete_jobs(ids bigint[]) RETURNS SETOF zizq._jobs
   LANGUAGE sql AS $$
     WITH gone AS (DELETE FROM zizq._jobs WHERE id = ANY (ids) RETURNING *),

@@ -1,8 +1,9 @@
 // zizq complete (SPEC §2): a job's success. Applied only to jobs still in
 // flight (a job whose lease ran out, that was released or deleted answers
 // false), so no completion is ever applied twice. Completed jobs are removed
-// at once unless their retention keeps them; the trigger flight_exit gives
-// their budgets' in-flight cost back at commit.
+// at once unless their retention keeps them; the trigger job_delete (or
+// job_update, for a kept job) gives their budgets' in-flight cost back at
+// commit.
 #include <algorithm>
 
 #include "pg/pg.hpp"
@@ -16,19 +17,35 @@ namespace {
 
 SPIPlanPtr delete_plan = nullptr, keep_plan = nullptr, errors_plan = nullptr;
 
-// Three statements, the last two run only when needed: most completes
-// delete their jobs and nothing else. (One statement with the three as
-// CTEs initialised an UPDATE, with every index of zizq._jobs opened for it,
-// on each call: a third of a single complete's time.)
+// Up to three statements, each run only when needed: one DELETE when jobs
+// are not retained (the default), one UPDATE when they are. (One statement
+// with the three as CTEs initialised an UPDATE, with every index of
+// zizq._jobs opened for it, on each call: a third of a single complete's
+// time.) The statement for the default retention runs first; the other
+// gets the ids it did not apply (retained otherwise, or not in flight).
 
-// Deletes the in-flight jobs among `ids` that nothing retains; their ids
-// and attempts in SPI_tuptable.
-uint64 delete_unretained(Datum ids) {
+// What a complete applied so far.
+struct Applied {
+  int64 *ids;  // room for every id asked
+  int n;
+  TimestampTz earliest_purge;  // of the jobs kept; 0: none
+};
+
+void delete_errors(const int64 *job_ids, int n) {
+  if (n == 0) return;
+  prepared(errors_plan, "DELETE FROM zizq._job_errors WHERE job_id = ANY ($1)", {INT8ARRAYOID});
+  Datum args[1] = {int8_array(job_ids, n)};
+  (void)run_plan(errors_plan, args, nullptr, false);
+}
+
+// Deletes the in-flight jobs among `ids` that nothing retains, with the
+// errors of their attempts.
+void delete_unretained(const int64 *ids, int n, Applied &done) {
   prepared(delete_plan,
            "DELETE FROM zizq._jobs WHERE id = ANY ($1) AND status = 'in_flight' "
            "AND COALESCE((retention->>'completed_ms')::bigint, $2) = 0 RETURNING id, attempts",
            {INT8ARRAYOID, INT8OID});
-  Datum args[2] = {ids, Int64GetDatum(guc_completed_retention_ms)};
+  Datum args[2] = {int8_array(ids, n), Int64GetDatum(guc_completed_retention_ms)};
   uint64 rows = 0;
   begin_own_delete();
   PG_TRY();
@@ -40,63 +57,64 @@ uint64 delete_unretained(Datum ids) {
     end_own_delete();
   }
   PG_END_TRY();
-  return rows;
+  int64 *with_errors = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(rows, 1)));
+  int nerrors = 0;
+  for (uint64 i = 0; i < rows; ++i) {
+    done.ids[done.n++] = column_int64(i, 1);
+    if (column_int32(i, 2) > 0) with_errors[nerrors++] = column_int64(i, 1);
+  }
+  delete_errors(with_errors, nerrors);
 }
 
-// Marks the other in-flight jobs among `ids` completed, kept until their
-// retention ends; their ids and purge times in SPI_tuptable. (No retention
-// condition: a job whose retention became 0 since the delete read it is
-// completed all the same, and purged at once.)
-uint64 keep_retained(Datum ids) {
+// Marks in-flight jobs among `ids` completed, kept until their retention
+// ends: those retained, or (`any_retention`, after the DELETE) all of them,
+// so that a job whose retention became 0 since the DELETE read it is
+// completed all the same, and purged at once.
+void keep_retained(const int64 *ids, int n, bool any_retention, Applied &done) {
   prepared(keep_plan,
            "UPDATE zizq._jobs SET status = 'completed', completed_at = clock_timestamp(), session_id = NULL,"
            "  lease_until = NULL, lease_ms = NULL,"
            "  purge_at = clock_timestamp() + COALESCE((retention->>'completed_ms')::bigint, $2) * interval '1 millisecond',"
            "  unique_hold = CASE WHEN unique_while = 'exists' THEN unique_hold END"
-           " WHERE id = ANY ($1) AND status = 'in_flight' RETURNING id, purge_at",
-           {INT8ARRAYOID, INT8OID});
-  Datum args[2] = {ids, Int64GetDatum(guc_completed_retention_ms)};
-  return run_plan(keep_plan, args, nullptr, false);
+           " WHERE id = ANY ($1) AND status = 'in_flight'"
+           "  AND ($3 OR COALESCE((retention->>'completed_ms')::bigint, $2) > 0) RETURNING id, purge_at",
+           {INT8ARRAYOID, INT8OID, BOOLOID});
+  Datum args[3] = {int8_array(ids, n), Int64GetDatum(guc_completed_retention_ms), BoolGetDatum(any_retention)};
+  uint64 rows = run_plan(keep_plan, args, nullptr, false);
+  for (uint64 i = 0; i < rows; ++i) {
+    done.ids[done.n++] = column_int64(i, 1);
+    bool isnull = false;
+    TimestampTz purge = DatumGetTimestampTz(column(i, 2, &isnull));
+    if (!isnull && (done.earliest_purge == 0 || purge < done.earliest_purge)) done.earliest_purge = purge;
+  }
 }
 
-void delete_errors(const int64 *job_ids, int n) {
-  if (n == 0) return;
-  prepared(errors_plan, "DELETE FROM zizq._job_errors WHERE job_id = ANY ($1)", {INT8ARRAYOID});
-  Datum args[1] = {int8_array(job_ids, n)};
-  (void)run_plan(errors_plan, args, nullptr, false);
+// The ids the first statement did not apply, in `rest`; returns how many.
+int not_applied(const int64 *ids, int n, const Applied &done, int64 *rest) {
+  int64 *sorted = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(done.n, 1)));
+  std::copy(done.ids, done.ids + done.n, sorted);
+  std::sort(sorted, sorted + done.n);
+  int nrest = 0;
+  for (int i = 0; i < n; ++i)
+    if (!std::binary_search(sorted, sorted + done.n, ids[i])) rest[nrest++] = ids[i];
+  return nrest;
 }
 
 // Completes the in-flight jobs among ids[0, n); returns how many, their
-// ids in `applied` (room for n, in the SPI context).
+// ids in `applied` (room for n).
 int complete_jobs(const int64 *ids, int n, int64 *applied) {
-  uint64 gone = delete_unretained(int8_array(ids, n));
-  int done = 0, nerrors = 0;
-  int64 *with_errors = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(gone, 1)));
-  for (uint64 i = 0; i < gone; ++i) {
-    applied[done++] = column_int64(i, 1);
-    if (column_int32(i, 2) > 0) with_errors[nerrors++] = applied[done - 1];
-  }
-  delete_errors(with_errors, nerrors);
-  if (done == n) return done;
-  // The rest: retained, or not in flight.
-  int64 *sorted = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(done, 1)));
-  std::copy(applied, applied + done, sorted);
-  std::sort(sorted, sorted + done);
+  Applied done{applied, 0, 0};
+  bool retained_by_default = guc_completed_retention_ms > 0;
+  if (retained_by_default)
+    keep_retained(ids, n, /*any_retention=*/false, done);
+  else
+    delete_unretained(ids, n, done);
   int64 *rest = static_cast<int64 *>(palloc(sizeof(int64) * n));
-  int nrest = 0;
-  for (int i = 0; i < n; ++i)
-    if (!std::binary_search(sorted, sorted + done, ids[i])) rest[nrest++] = ids[i];
-  if (nrest == 0) return done;  // ids named twice
-  uint64 kept = keep_retained(int8_array(rest, nrest));
-  TimestampTz earliest = 0;
-  for (uint64 i = 0; i < kept; ++i) {
-    applied[done++] = column_int64(i, 1);
-    bool isnull = false;
-    Datum purge = column(i, 2, &isnull);
-    if (!isnull && (earliest == 0 || DatumGetTimestampTz(purge) < earliest)) earliest = DatumGetTimestampTz(purge);
-  }
-  if (earliest != 0) at_commit_wake_dispatcher_before(earliest);
-  return done;
+  int nrest = done.n == n ? 0 : not_applied(ids, n, done, rest);
+  if (nrest > 0 && retained_by_default) delete_unretained(rest, nrest, done);
+  if (nrest > 0 && !retained_by_default) keep_retained(rest, nrest, /*any_retention=*/true, done);
+  if (done.earliest_purge != 0) at_commit_wake_dispatcher_before(done.earliest_purge);
+  return done.n;
 }
 
 }  // namespace

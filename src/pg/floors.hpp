@@ -7,8 +7,10 @@
 // and when a claim ends without its job taken (claims.hpp). A free floor
 // is raised by the dequeue's single-statement take (dequeue.cpp), past each
 // job it claims while it runs and to the first ready job it met when it
-// ends; a budgeted floor by the budgeted read, to the first ready job it
-// met, and by the admission walk, past the claimed jobs it went through.
+// ends, and by the admission walk's free read, past every key when it met
+// no job at all; a budgeted floor by the budgeted read, to the first ready
+// job it met, and by the admission walk, past the claimed jobs it went
+// through. A floor above every key spares the read altogether.
 #pragma once
 
 #include "core/scan_floor.hpp"
@@ -61,7 +63,7 @@ bool in_own_delete();
 // kind, since its rollback would make the job ready again below them.
 // Forgotten when the transaction ends.
 void note_hidden_ready_job(core::FloorKind kind);
-void note_hidden_ready_jobs_of_all_kinds();  // a TRUNCATE
+void note_hidden_ready_jobs_of_all_kinds();  // a TRUNCATE, a DELETE other than complete's
 bool hid_ready_jobs(core::FloorKind kind);
 void forget_hidden_ready_jobs();
 

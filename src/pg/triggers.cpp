@@ -165,7 +165,10 @@ Datum zizq_trg_job_delete(PG_FUNCTION_ARGS) {
   Row old{td->tg_trigtuple, RelationGetDescr(td->tg_relation)};
   if (old.is_status(a.status, "in_flight") && !old.is_null(a.budget_ids)) release_at_commit(old, a);
   if (old.flag(a.parked)) leave_lines_at_commit(old, a);
-  return PointerGetDatum(nullptr);  // AFTER: ignored (zizq_trg_jobs_deleting noted hidden jobs)
+  // AFTER: the result is ignored (zizq_trg_jobs_deleting noted hidden jobs).
+  // Still declared BEFORE by an install script older than this library, the
+  // row must be returned or its delete would be skipped.
+  return TRIGGER_FIRED_BEFORE(td->tg_event) ? PointerGetDatum(td->tg_trigtuple) : PointerGetDatum(nullptr);
 }
 
 // Statement triggers for writes around zizq's functions. Rows inserted by

@@ -159,3 +159,15 @@ SELECT zizq.complete(:wal_job), pg_current_xact_id()::xid AS complete_xid \gset
 SELECT resource_manager, record_type FROM pg_get_wal_records_info(:'before_complete', pg_current_wal_flush_lsn())
   WHERE xid = :'complete_xid' ORDER BY start_lsn;
 DROP EXTENSION pg_walinspect;
+
+-- The same with completed jobs kept by default (zizq.completed_retention_ms):
+-- the UPDATE runs first, the DELETE gets a job whose retention is 0.
+SET zizq.completed_retention_ms = 60000;
+SELECT id AS default_kept FROM zizq.enqueue('mix2', 't') \gset
+SELECT id AS zero_kept FROM zizq.enqueue('mix2', 't', retention => '{"completed_ms": 0}') \gset
+SELECT count(*) AS taken FROM zizq.dequeue(ARRAY['mix2'], 2);
+SELECT zizq.complete(ARRAY[:zero_kept, 424242, :default_kept]) AS not_applied;
+SELECT id = :default_kept AS kept, status, purge_at > now() + interval '50 s' AS purged_in_a_minute
+  FROM zizq._jobs WHERE queue = 'mix2';
+SELECT zizq.complete(:zero_kept) AS again;
+RESET zizq.completed_retention_ms;
