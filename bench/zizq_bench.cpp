@@ -164,9 +164,10 @@ double timed_workers(int n, const std::function<void(Conn &)> &body, bool warm =
     threads.emplace_back([&] {
       Conn c;
       // Warm the connection as a long-lived worker is: zizq's statements
-      // planned, caches filled (an empty dequeue and complete).
+      // planned, caches filled (an empty dequeue and complete; a dequeue
+      // that waits plans the budgeted path's statements before it sleeps).
       if (warm) {
-        c.exec("SELECT count(*) FROM zizq.dequeue(ARRAY['warm-up'], 1)");
+        c.exec("SELECT count(*) FROM zizq.dequeue(ARRAY['warm-up'], 1, wait => '1 ms')");
         c.exec("SELECT zizq.complete('{}'::bigint[])");
         if (prepared_statements)
           for (const std::string &sql : kWorkerStatements) c.prepare(sql);
