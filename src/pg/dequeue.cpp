@@ -649,7 +649,6 @@ struct Taken {
   int n;
 };
 
-// Rows of the final UPDATE, sorted into dispatch order and stored.
 // Whether rows of `from` can stand for rows of `to` as they are: the same
 // column types in the same order.
 bool same_row_type(TupleDesc from, TupleDesc to) {
@@ -661,10 +660,10 @@ bool same_row_type(TupleDesc from, TupleDesc to) {
   return true;
 }
 
-// The taken rows go out in dispatch order. The take statements return
-// zizq.job's columns (ZIZQ_TAKEN_COLUMNS), so each row is stored as it
-// came: forming a new tuple from 19 columns read one by one cost ~8 % of a
-// budgeted batch dequeue.
+// The rows of the final UPDATE go out in dispatch order. The take
+// statements return zizq.job's columns (ZIZQ_TAKEN_COLUMNS), so each row is
+// stored as it came: forming a new tuple from 19 columns read one by one
+// cost ~8 % of a budgeted batch dequeue.
 void emit_taken(uint64 rows, Tuplestorestate *store, TupleDesc desc) {
   if (!same_row_type(SPI_tuptable->tupdesc, desc)) elog(ERROR, "zizq: a take statement's row is not a zizq.job");
   struct Row {
