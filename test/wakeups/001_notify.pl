@@ -81,10 +81,15 @@ is($node->safe_psql('postgres', q{SELECT status FROM zizq.jobs WHERE queue = 'la
 	'ready', 'a promoted job is notified once it is ready');
 
 # A job parked on a budget is notified when its token is due.
+# (One transaction: two enqueue commits more than the dispatcher's spacing
+# apart are two notifications, and the second could arrive after this
+# reads the first.)
 $node->safe_psql('postgres', q{
 	SELECT zizq.define_budget('one', 1, 'while_in_flight');
+	BEGIN;
 	SELECT zizq.enqueue('held', 't', budgets => '[{"key": "one"}]');
 	SELECT zizq.enqueue('held', 't', budgets => '[{"key": "one"}]');
+	COMMIT;
 });
 hear_until('held');    # the enqueue's own notification
 # Jobs of a session stay taken while it lives: the worker is $producer.
