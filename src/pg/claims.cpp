@@ -221,8 +221,15 @@ Datum zizq_unclaimed(PG_FUNCTION_ARGS) {
 // row updated since the snapshot evaluates the filter a second time.
 PG_FUNCTION_INFO_V1(zizq_claim);
 Datum zizq_claim(PG_FUNCTION_ARGS) {
-  int64 id = PG_GETARG_INT64(0);
-  zizq::core::JobKey key{PG_GETARG_INT32(1), id};
+  PG_RETURN_BOOL(claim_for_take(PG_GETARG_INT64(0), PG_GETARG_INT32(1), PG_GETARG_TEXT_PP(2)) != TakeClaim::No);
+}
+
+}  // extern "C"
+
+namespace zizq::pg {
+
+TakeClaim claim_for_take(int64 id, int32 priority, const text *queue) {
+  zizq::core::JobKey key{priority, id};
   note_examined(key);
   note_met_by_take(key);
   if (batch == nullptr) {
@@ -234,15 +241,14 @@ Datum zizq_claim(PG_FUNCTION_ARGS) {
     batch = static_cast<int64 *>(repalloc(batch, batch_capacity * sizeof(int64)));
   }
   reserve_ops(1);
-  text *queue = PG_GETARG_TEXT_PP(2);
   ClaimKey claim_key{queue_hash(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue)), key.priority};
   Claim c = claim_job(id, claim_key);
-  if (c == Claim::Busy) PG_RETURN_BOOL(false);
+  if (c == Claim::Busy) return TakeClaim::No;
   // Held under another key: its release will not lower the floor to where
   // the job is now. Raising past it could strand it.
   if (c == Claim::Moved) {
     stop_raising();
-    PG_RETURN_BOOL(false);
+    return TakeClaim::No;
   }
   if (c == Claim::Untracked) stop_raising();
   if (c == Claim::Claimed) {
@@ -250,7 +256,7 @@ Datum zizq_claim(PG_FUNCTION_ARGS) {
     batch[batch_count++] = id;
     raise_past_claimed(key);
   }
-  PG_RETURN_BOOL(true);
+  return c == Claim::Ours ? TakeClaim::Again : TakeClaim::Yes;
 }
 
-}  // extern "C"
+}  // namespace zizq::pg

@@ -62,6 +62,14 @@ struct ClaimedJob {
 };
 void release_claimed_jobs(const ClaimedJob *jobs, int n, bool taken);
 
+// zizq._claim()'s work (claims.cpp), for the single-statement takes: claims
+// the job for the current attempt, noting its key (floors.hpp, examined
+// keys and live raises). Yes: claimed now (or untracked: the row lock
+// decides); Again: this attempt holds it already (a FOR UPDATE re-check of
+// a row updated since the snapshot asks twice); No: another holds it.
+enum class TakeClaim { No, Yes, Again };
+TakeClaim claim_for_take(int64 id, int32 priority, const text *queue);
+
 // The claims made through zizq._claim() (SQL) by this backend's current
 // dequeue attempt: those not taken are dropped after the statement.
 void begin_claim_batch();

@@ -16,7 +16,10 @@
 // handed to the dispatcher to park, so later dequeues do not walk them again.
 //
 // With nothing budgeted in sight (the common case) the whole dequeue is one
-// UPDATE ... FROM (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n).
+// UPDATE ... FROM (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n). So is a
+// dequeue of one queue that holds budgeted jobs only, with no offer
+// standing: its statement pays for each row as the scan meets it
+// (budgeted_fast_attempt), and the walk runs only when that takes nothing.
 //
 // dequeue(wait) registers the backend as a waiter and sleeps on its latch
 // between attempts; enqueue commits, releases and the dispatcher's offers
@@ -75,6 +78,9 @@ bool wants_hash(const Request &r, uint32 hash) {
     if (r.hashes[i] == hash) return true;
   return false;
 }
+
+// How many candidates one look considers at most (refusals included).
+int max_considered(const Request &r) { return r.max_jobs * 4 + 256; }
 
 // ---- candidates --------------------------------------------------------------------
 
@@ -176,22 +182,46 @@ SPIPlanPtr fast_plan(FastForm form) {
                   {INT4OID, INT8OID, INT8OID, TEXTOID, INT4OID, INT8OID});
 }
 
-// Queues whose `queue = $4` form read far more than it took, per backend:
-// they use the per-queue index form for a while, then the other is tried
-// again (the queue may hold most ready jobs again by then).
-struct IndexFormQueue {
-  uint32 hash;
-  TimestampTz until;
+// Queues a backend remembers for a while, by name hash: up to 16, the one
+// due to be forgotten first making room.
+class QueueMemo {
+ public:
+  explicit QueueMemo(int64 hold_us) : hold_us_(hold_us) {}
+  bool holds(uint32 hash) const {
+    TimestampTz now = GetCurrentTimestamp();
+    for (const Entry &e : entries_)
+      if (e.hash == hash && e.until > now) return true;
+    return false;
+  }
+  void note(uint32 hash) {
+    Entry *slot = &entries_[0];
+    for (Entry &e : entries_) {
+      if (e.hash == hash) {
+        slot = &e;
+        break;
+      }
+      if (e.until < slot->until) slot = &e;
+    }
+    slot->hash = hash;
+    slot->until = GetCurrentTimestamp() + hold_us_;
+  }
+
+ private:
+  struct Entry {
+    uint32 hash;
+    TimestampTz until;
+  };
+  Entry entries_[16] = {};
+  int64 hold_us_;
 };
-constexpr int kIndexFormQueues = 16;
-constexpr int64 kIndexFormUs = 10 * USECS_PER_SEC;
-IndexFormQueue index_form_queues[kIndexFormQueues];
+
+// Queues whose `queue = $4` form read far more than it took: they use the
+// per-queue index form for a while, then the other is tried again (the
+// queue may hold most ready jobs again by then).
+QueueMemo index_form_queues(10 * USECS_PER_SEC);
 
 FastForm choose_one_queue_form(uint32 hash) {
-  TimestampTz now = GetCurrentTimestamp();
-  for (const IndexFormQueue &q : index_form_queues)
-    if (q.hash == hash && q.until > now) return FastForm::OneQueueIndex;
-  return FastForm::OneQueue;
+  return index_form_queues.holds(hash) ? FastForm::OneQueueIndex : FastForm::OneQueue;
 }
 
 // The statement read `buffers` pages and took `rows` of the `wanted` jobs.
@@ -204,16 +234,7 @@ FastForm choose_one_queue_form(uint32 hash) {
 // not tell the two apart).
 void note_one_queue_reads(uint32 hash, uint64 rows, int wanted, int64 buffers) {
   if (rows >= static_cast<uint64>(wanted) || buffers <= 16 * static_cast<int64>(rows) + 128) return;
-  IndexFormQueue *slot = &index_form_queues[0];
-  for (IndexFormQueue &q : index_form_queues) {
-    if (q.hash == hash) {
-      slot = &q;
-      break;
-    }
-    if (q.until < slot->until) slot = &q;
-  }
-  slot->hash = hash;
-  slot->until = GetCurrentTimestamp() + kIndexFormUs;
+  index_form_queues.note(hash);
 }
 
 int64 buffers_read_so_far() { return pgBufferUsage.shared_blks_hit + pgBufferUsage.shared_blks_read; }
@@ -739,7 +760,7 @@ uint64 fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc desc) {
   FastForm form = r.nqueues == 0 ? FastForm::AllQueues : choose_one_queue_form(r.hashes[0]);
   int64 buffers_before = buffers_read_so_far();
   begin_examined();
-  if (may_raise) begin_live_raises(r.queues[0], floor);
+  if (may_raise) begin_live_raises(r.queues[0], core::FloorKind::Free, floor);
   uint64 rows = run_plan(fast_plan(form), args, nulls, false);
   end_live_raises();
   if (may_raise && floor.floor < examined_min())
@@ -839,6 +860,277 @@ void revisit_lines_behind(const Cand *taken, int n) {
   }
 }
 
+// ---- the single-statement take of budgeted jobs ------------------------------------------
+// A dequeue of one queue whose ready jobs are all budgeted, in budgets
+// without parked jobs, and no offer standing: the common case of budgets
+// with room (a large while_in_flight allocation, a fast time_based rate).
+// One statement, like fast_attempt's, takes the jobs: zizq._claim_paid()
+// claims each row the scan meets and debits its budgets there and then,
+// all or none, by the admission rule (core/admission.hpp: a refused job
+// blocks its budgets for the rest of the scan). A row of a budget with
+// parked jobs (one of them may be ahead of it) ends the admissions: the
+// statement keeps what it paid for before, and the walk serves the queue
+// for a while. Past as many rows not taken as the walk considers
+// candidates, such rows count toward the LIMIT, so that budgets out of
+// tokens end the scan instead of letting it read the whole queue;
+// zizq._paid() keeps them out of the UPDATE. Rows paid for and then not
+// taken (the FOR UPDATE re-check found them changed, or another
+// transaction held the row lock) are refunded after the statement, as the
+// walk refunds its lost races. Refused jobs are handed back to be parked,
+// as the walk does. When the statement takes nothing, the walk runs
+// instead.
+
+struct PaidJob {
+  int64 id;
+  uint32 queue_hash;
+  int nbindings;
+  core::Binding bindings[core::kMaxBindings];
+};
+
+// What zizq._claim_paid() did in the running statement.
+struct PaidTake {
+  bool active;
+  const Walk *walk;
+  PaidJob *paid, *refused;
+  int npaid, nrefused, capacity;
+  int nrefusals;        // rows not taken (refused, or left to the walk)
+  int refusals_passed;  // how many of them do not count toward the LIMIT
+  bool met_parked;      // a row's budget had parked jobs: admissions ended
+  core::BlockedBudgets blocked;
+  bool sorted;  // paid[] in id order (find_paid)
+};
+PaidTake paid_take{};
+
+PaidJob *find_paid(int64 id) {
+  PaidTake &t = paid_take;
+  if (!t.sorted) {
+    std::sort(t.paid, t.paid + t.npaid, [](const PaidJob &a, const PaidJob &b) { return a.id < b.id; });
+    t.sorted = true;
+  }
+  PaidJob *end = t.paid + t.npaid;
+  PaidJob *it = std::lower_bound(t.paid, end, id, [](const PaidJob &a, int64 v) { return a.id < v; });
+  return it != end && it->id == id ? it : nullptr;
+}
+
+bool is_refused(int64 id) {
+  for (int i = 0; i < paid_take.nrefused; ++i)
+    if (paid_take.refused[i].id == id) return true;
+  return false;
+}
+
+bool same_bindings(const PaidJob &j, const Cand &c) {
+  if (j.nbindings != c.nbindings) return false;
+  for (int k = 0; k < c.nbindings; ++k)
+    if (j.bindings[k].budget != c.bindings[k].budget || j.bindings[k].cost != c.bindings[k].cost) return false;
+  return true;
+}
+
+bool any_binding_parked(const Cand &c) {
+  for (int k = 0; k < c.nbindings; ++k) {
+    int32 counts[core::kMaxBindings];
+    parked_counts(c.bindings[k].budget, counts);
+    if (any_parked(counts)) return true;
+  }
+  return false;
+}
+
+PaidJob paid_job(const Cand &c, uint32 queue_hash) {
+  PaidJob j{c.id, queue_hash, c.nbindings, {}};
+  memcpy(j.bindings, c.bindings, sizeof(core::Binding) * c.nbindings);
+  return j;
+}
+
+void grow_paid_take() {
+  PaidTake &t = paid_take;
+  int wanted = t.capacity * 2;
+  t.paid = static_cast<PaidJob *>(repalloc(t.paid, sizeof(PaidJob) * wanted));
+  t.refused = static_cast<PaidJob *>(repalloc(t.refused, sizeof(PaidJob) * wanted));
+  t.blocked.ids = static_cast<int32 *>(repalloc(t.blocked.ids, sizeof(int32) * core::kMaxBindings * wanted));
+  t.blocked.capacity = core::kMaxBindings * wanted;
+  t.capacity = wanted;
+}
+
+// A row not taken blocks its budgets for the rest of the scan
+// (core/admission.hpp); one refused (`to_park`) goes to be parked after the
+// statement, as the walk hands back its refusals. Past `refusals_passed`
+// of them, such rows count toward the LIMIT.
+bool refuse(PaidTake &t, const Cand &c, const text *queue, bool to_park) {
+  if (t.npaid + t.nrefusals >= t.capacity) grow_paid_take();
+  t.blocked.add_all(core::Candidate{c.id, c.priority, c.bindings, c.nbindings});
+  if (to_park) t.refused[t.nrefused++] = paid_job(c, queue_hash(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue)));
+  return ++t.nrefusals > t.refusals_passed;
+}
+
+// A row the statement's scan met: whether it counts toward the LIMIT.
+// A row behind a refusal in one of its budgets is refused unclaimed; one in
+// a budget with parked jobs (one of them may be ahead: the walk asks), and
+// every row after it, is passed over unclaimed, left to the walk. One whose
+// budgets cannot pay is let go at once, as the walk does, so that no other
+// worker skips it meanwhile.
+bool claim_paid_row(int64 id, int32 priority, const text *queue, Datum ids, Datum costs) {
+  PaidTake &t = paid_take;
+  Cand c{};
+  c.id = id;
+  c.priority = priority;
+  int32 *id_values, *cost_values;
+  int n = array_int4(ids, &id_values);
+  if (array_int4(costs, &cost_values) != n || n > core::kMaxBindings) return false;
+  c.nbindings = n;
+  for (int k = 0; k < n; ++k) c.bindings[k] = core::Binding{id_values[k], cost_values[k]};
+  core::Candidate cand{c.id, c.priority, c.bindings, c.nbindings};
+  t.met_parked = t.met_parked || any_binding_parked(c);
+  bool blocked = t.blocked.any_of(cand);
+  if (t.met_parked || blocked) {
+    note_examined(core::JobKey{priority, id});
+    stop_raising();  // the floor must not pass a job left ready
+    return refuse(t, c, queue, /*to_park=*/!t.met_parked);
+  }
+  TakeClaim claim = claim_for_take(id, priority, queue);
+  if (claim == TakeClaim::No) return false;
+  if (claim == TakeClaim::Again) {
+    // A FOR UPDATE re-check of a row changed since the snapshot (one that
+    // counted): still the job this statement paid for, or left to the
+    // refund.
+    const PaidJob *j = find_paid(id);
+    return j != nullptr ? same_bindings(*j, c) : is_refused(id);
+  }
+  TimestampTz paid_at;
+  if (debit_all(c, *t.walk, &paid_at)) {
+    if (t.npaid + t.nrefusals >= t.capacity) grow_paid_take();
+    t.paid[t.npaid++] = paid_job(c, queue_hash(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue)));
+    t.sorted = false;
+    return true;
+  }
+  ClaimedJob claimed;
+  if (forget_claim(id, &claimed)) release_claimed_jobs(&claimed, 1, /*taken=*/false);
+  stop_raising();
+  return refuse(t, c, queue, /*to_park=*/true);
+}
+
+SPIPlanPtr budgeted_fast_plan = nullptr;
+
+// The read of budgeted_plan's one-queue form (see there for its bounds).
+SPIPlanPtr budgeted_take_plan() {
+  return prepared(budgeted_fast_plan,
+                  "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = clock_timestamp() WHERE id = ANY (ARRAY("
+                  "SELECT id FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NOT NULL AND NOT parked "
+                  "AND " ZIZQ_ONE_QUEUE(4) "AND (queue, priority, id) >= ($4, $5, $6) "
+                  "AND zizq._claim_paid(id, priority, queue, budget_ids, budget_costs) "
+                  "ORDER BY queue, priority, id LIMIT $1 FOR UPDATE SKIP LOCKED)) AND zizq._paid(id) "
+                  "RETURNING " ZIZQ_TAKEN_COLUMNS,
+                  {INT4OID, INT8OID, INT8OID, TEXTOID, INT4OID, INT8OID});
+}
+
+// Refunds what the statement paid for and did not take.
+void refund_untaken(const int64 *taken, uint64 rows) {
+  int64 *sorted = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(rows, 1)));
+  std::copy(taken, taken + rows, sorted);
+  std::sort(sorted, sorted + rows);
+  for (int i = 0; i < paid_take.npaid; ++i) {
+    const PaidJob &j = paid_take.paid[i];
+    if (std::binary_search(sorted, sorted + rows, j.id)) continue;
+    for (int k = 0; k < j.nbindings; ++k) refund_debit_now(j.bindings[k].budget, j.bindings[k].cost);
+  }
+}
+
+// Refused jobs go to the dispatcher to be parked (hand_back's rule), and
+// the lines behind the taken jobs are looked at again at commit
+// (revisit_lines_behind's).
+void settle_budget_lines(const int64 *taken, uint64 rows) {
+  if (paid_take.nrefused > 0) {
+    LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+    for (int i = 0; i < paid_take.nrefused; ++i) {
+      const PaidJob &j = paid_take.refused[i];
+      if (!request_park(j.id)) mark_starved(j.bindings, j.nbindings, j.queue_hash);
+      for (int k = 0; k < j.nbindings; ++k)
+        if (BudgetEntry *b = find_budget(j.bindings[k].budget)) mark_dirty(b);
+    }
+    LWLockRelease(shared->budget_lock);
+    wake_dispatcher();
+  }
+  Cand *cands = static_cast<Cand *>(palloc0(sizeof(Cand) * ZZ_MAX(rows, 1)));
+  int n = 0;
+  for (uint64 i = 0; i < rows; ++i) {
+    const PaidJob *j = find_paid(taken[i]);
+    if (j == nullptr) continue;
+    Cand &c = cands[n++];
+    c.id = j->id;
+    c.source = Source::Budgeted;
+    c.nbindings = j->nbindings;
+    memcpy(c.bindings, j->bindings, sizeof(core::Binding) * j->nbindings);
+  }
+  revisit_lines_behind(cands, n);
+}
+
+void begin_paid_take(const Walk *walk, int capacity, int refusals_passed) {
+  PaidTake &t = paid_take;
+  t.walk = walk;
+  t.refusals_passed = refusals_passed;
+  t.capacity = capacity;
+  t.paid = static_cast<PaidJob *>(palloc(sizeof(PaidJob) * capacity));
+  t.refused = static_cast<PaidJob *>(palloc(sizeof(PaidJob) * capacity));
+  t.blocked = core::BlockedBudgets{static_cast<int32 *>(palloc(sizeof(int32) * core::kMaxBindings * capacity)), 0,
+                                   core::kMaxBindings * capacity};
+  t.npaid = t.nrefused = t.nrefusals = 0;
+  t.met_parked = false;
+  t.sorted = true;
+  t.active = true;
+}
+
+// Queues whose budgeted jobs the statement found in budgets with parked
+// jobs: their lines need the walk (parked_ahead), and a statement that
+// passes over every row there would read past all of them before it ends.
+// The walk serves them for a while.
+QueueMemo walk_only_queues(1 * USECS_PER_SEC);
+
+// Returns how many jobs it took: 0 also when the statement does not apply
+// (the walk runs then).
+uint64 budgeted_fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc desc) {
+  if (r.nqueues != 1 || walk_only_queues.holds(r.hashes[0])) return 0;
+  if (!floor_start(r.queues[0], core::FloorKind::Free).nothing_ready()) return 0;
+  FloorStart start = floor_start(r.queues[0], core::FloorKind::Budgeted);
+  if (start.nothing_ready()) return 0;
+  Walk walk{&r, monotonic_us(), int64(guc_dispatch_grace_ms) * 1000};
+  Datum args[6] = {Int32GetDatum(r.max_jobs), Int64GetDatum(r.session), Int64GetDatum(r.lease_ms),
+                   CStringGetTextDatum(r.queues[0]), Int32GetDatum(start.view.floor.priority),
+                   Int64GetDatum(start.view.floor.id)};
+  char nulls[6] = {' ', r.leased ? 'n' : ' ', r.leased ? ' ' : 'n', ' ', ' ', ' '};
+  begin_examined();
+  // Its arrays live in the caller's context: palloc'd here, grown in the
+  // SQL functions with repalloc (which keeps a chunk's context).
+  begin_paid_take(&walk, r.max_jobs + 16, max_considered(r));
+  if (start.may_raise) begin_live_raises(r.queues[0], core::FloorKind::Budgeted, start.view);
+  uint64 rows = 0;
+  PG_TRY();
+  {
+    rows = run_plan(budgeted_take_plan(), args, nulls, false);
+  }
+  PG_FINALLY();
+  {
+    paid_take.active = false;
+    end_live_raises();
+  }
+  PG_END_TRY();
+  if (start.may_raise && paid_take.nrefusals == 0 && start.view.floor < examined_min())
+    raise_floor_of(r.queues[0], core::FloorKind::Budgeted, start.view.seq, examined_min());
+  int64 *taken = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(rows, 1)));
+  for (uint64 i = 0; i < rows; ++i) taken[i] = column_int64(i, 1);
+  if (paid_take.met_parked) walk_only_queues.note(r.hashes[0]);
+  refund_untaken(taken, rows);
+  int nunused = 0;
+  int64 *unused = unused_claims(taken, static_cast<int>(rows), &nunused);
+  if (rows > 0) {
+    reserve_ops(static_cast<int>(rows) + 1);
+    note_taken(r, rows);
+    emit_taken(rows, store, desc);
+  }
+  release_dropped_claims(unused, nunused);  // after the rows are read: it runs a query
+  // Refused jobs are no longer claimed when they go to be parked (as in the
+  // walk). With nothing taken, the walk that follows refuses them itself.
+  if (rows > 0) settle_budget_lines(taken, rows);
+  return rows;
+}
+
 TakeList take_list(const int64 *free_ids, int nfree, const Cand *taken, int ntaken) {
   int n = nfree + ntaken;
   TakeList list{static_cast<int64 *>(palloc(sizeof(int64) * (n + 1))),
@@ -868,21 +1160,26 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, bool *l
   // Read about what is wanted, and page on when refusals use it up.
   const int page = ZZ_MIN(r.max_jobs + 8, 1000);
   Stream offered = loaded ? read_offers(r) : Stream{nullptr, 0, 0, true};
+  if (loaded && offered.count == 0) {
+    uint64 got = budgeted_fast_attempt(r, store, desc);
+    if (got > 0) return got;
+    begin_claim_batch();
+  }
   BudgetedStream budgeted =
       loaded ? open_budgeted(r, page) : BudgetedStream{{nullptr, 0, 0, true}, core::kBottomKey, false, 0, core::kBottomKey};
   if (offered.count == 0 && budgeted.s.count == 0 && r.nqueues <= 1) return fast_attempt(r, store, desc);
 
-  const int max_considered = r.max_jobs * 4 + 256;
-  int32 *blocked_ids = static_cast<int32 *>(palloc(sizeof(int32) * core::kMaxBindings * max_considered));
-  core::BlockedBudgets blocked{blocked_ids, 0, core::kMaxBindings * max_considered};
+  const int most_considered = max_considered(r);
+  int32 *blocked_ids = static_cast<int32 *>(palloc(sizeof(int32) * core::kMaxBindings * most_considered));
+  core::BlockedBudgets blocked{blocked_ids, 0, core::kMaxBindings * most_considered};
   int64 *free_ids = static_cast<int64 *>(palloc(sizeof(int64) * r.max_jobs));
   Cand *taken = static_cast<Cand *>(palloc(sizeof(Cand) * r.max_jobs));
-  Cand *refused = static_cast<Cand *>(palloc(sizeof(Cand) * max_considered));
+  Cand *refused = static_cast<Cand *>(palloc(sizeof(Cand) * most_considered));
   int nfree = 0, ntaken = 0, nrefused = 0, considered = 0;
   Walk walk{&r, monotonic_us(), int64(guc_dispatch_grace_ms) * 1000};
   FreeStreams fs = open_free(r);
 
-  while (nfree + ntaken < r.max_jobs && considered < max_considered) {
+  while (nfree + ntaken < r.max_jobs && considered < most_considered) {
     if (budgeted.s.peek() == nullptr && !budgeted.s.exhausted) refill_budgeted(r, budgeted, page);
     FreeCursor *fc = free_head(fs);
     const Cand *best = fc ? &fc->head : nullptr;
@@ -1154,6 +1451,25 @@ Datum zizq_dequeue(PG_FUNCTION_ARGS) {
   SPI_finish();
   if (got > 0) note_own_change(only_own_before, r.leased ? OwnChange::Durable : OwnChange::Volatile);
   return (Datum)0;
+}
+
+// zizq._claim_paid(id, priority, queue, budget_ids, budget_costs): the
+// filter of budgeted_fast_attempt's statement (see there).
+PG_FUNCTION_INFO_V1(zizq_claim_paid);
+Datum zizq_claim_paid(PG_FUNCTION_ARGS) {
+  if (!paid_take.active) elog(ERROR, "zizq._claim_paid is for zizq.dequeue's own statement");
+  PG_RETURN_BOOL(claim_paid_row(PG_GETARG_INT64(0), PG_GETARG_INT32(1), PG_GETARG_TEXT_PP(2), PG_GETARG_DATUM(3),
+                                PG_GETARG_DATUM(4)));
+}
+
+// zizq._paid(id): whether the running statement paid for the job. The
+// UPDATE's filter beside `id = ANY (ARRAY(...))`, which its primary key scan
+// evaluates first (dequeue plans with enable_seqscan off): the sub-select
+// has paid for every row by then.
+PG_FUNCTION_INFO_V1(zizq_paid);
+Datum zizq_paid(PG_FUNCTION_ARGS) {
+  if (!paid_take.active) elog(ERROR, "zizq._paid is for zizq.dequeue's own statement");
+  PG_RETURN_BOOL(find_paid(PG_GETARG_INT64(0)) != nullptr);
 }
 
 }  // extern "C"

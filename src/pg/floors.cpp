@@ -19,6 +19,7 @@ struct LiveRaises {
   bool raising;                           // it may still raise
   bool raised;                            // it has moved the floor
   char queue[core::kMaxNameBytes + 1];    // a copy: no pointer outlives the statement
+  core::FloorKind kind;                   // the floor it raises: of free or of budgeted jobs
   uint64 seq;                             // the readying count read before its snapshot
   core::JobKey start;                     // the floor it started from
   core::JobKey last;                      // the last key it met, for the order check
@@ -32,7 +33,7 @@ void undo_live_raises() {
   live.active = live.raising = live.raised = false;
   if (!raised) return;
   const char *queue = live.queue;
-  core::FloorKind kind = core::FloorKind::Free;
+  core::FloorKind kind = live.kind;
   lower_floors(&queue, &kind, &live.start, 1);
 }
 
@@ -119,12 +120,13 @@ void note_readied_jobs() { readied = true; }
 bool readied_jobs() { return readied; }
 void forget_readied_jobs() { readied = false; }
 
-void begin_live_raises(const char *queue, core::FloorView from) {
+void begin_live_raises(const char *queue, core::FloorKind kind, core::FloorView from) {
   size_t len = strlen(queue);
   live.active = live.raising = len <= core::kMaxNameBytes;
   live.raised = false;
   if (!live.active) return;
   memcpy(live.queue, queue, len + 1);
+  live.kind = kind;
   live.seq = from.seq;
   live.start = from.floor;
   live.last = core::kBottomKey;
@@ -152,7 +154,7 @@ void raise_past_claimed(core::JobKey key) {
     live.raising = false;
     return;
   }
-  raise_floor_of(live.queue, core::FloorKind::Free, live.seq, core::past_key(key));
+  raise_floor_of(live.queue, live.kind, live.seq, core::past_key(key));
   live.raised = true;
 }
 

@@ -73,7 +73,8 @@ void note_readied_jobs();
 bool readied_jobs();
 void forget_readied_jobs();
 
-// Live raises: while the take statement of one queue runs, each job it
+// Live raises: while a single-statement take of one queue (of free jobs,
+// or of budgeted ones: dequeue.cpp, budgeted_fast_attempt) runs, each job it
 // claims moves the queue's floor just past the job (core/scan_floor.hpp,
 // "claimed jobs count as gone"), so that dequeues starting meanwhile begin
 // after the jobs open dequeues hold instead of walking them. A floor may
@@ -81,7 +82,7 @@ void forget_readied_jobs();
 // (Claim::Untracked) stops the raises; a key met out of dispatch order, or
 // an error in the statement, also gives the floor back to where the
 // statement found it.
-void begin_live_raises(const char *queue, core::FloorView from);
+void begin_live_raises(const char *queue, core::FloorKind kind, core::FloorView from);
 void note_met_by_take(core::JobKey key);  // every key zizq._claim() meets
 void raise_past_claimed(core::JobKey key);
 void stop_raising();       // a row could not be claimed

@@ -251,3 +251,56 @@ SELECT type FROM zizq.dequeue(ARRAY['cp']);
 SELECT count(*) AS enqueued FROM zizq.enqueue_many('[{"queue": "dup", "type": "t"}, {"queue": "dup", "type": "t"}]');
 SELECT count(*) AS both_taken FROM zizq.dequeue(ARRAY['dup', 'dup'], 5);
 SELECT zizq.reset();
+-- A queue of budgeted jobs only, none parked and no offer standing, is
+-- taken by one statement that pays for each row as its scan meets it
+-- (dequeue.cpp, budgeted_fast_attempt). Jobs of 'two' were enqueued while
+-- it had room for four; shrunk to 2, it pays for two and refuses the
+-- third, which blocks the fourth behind it (FIFO within a budget), while
+-- the jobs of 'ten' behind them are taken in the same call. (The look at
+-- the empty queue first tells its dequeues that it holds no unbudgeted
+-- job: its free floor goes above every key.)
+SELECT count(*) AS nothing_yet FROM zizq.dequeue(ARRAY['bt']);
+SELECT key FROM zizq.define_budget('two', 4, 'while_in_flight');
+SELECT key FROM zizq.define_budget('ten', 10, 'while_in_flight');
+SELECT count(*) AS enqueued FROM zizq.enqueue_many(
+  (SELECT jsonb_agg(jsonb_build_object('queue', 'bt', 'type', 'two' || i, 'budgets', '[{"key": "two"}]'::jsonb)) FROM generate_series(1, 4) i)
+  || (SELECT jsonb_agg(jsonb_build_object('queue', 'bt', 'type', 'ten' || i, 'budgets', '[{"key": "ten"}]'::jsonb)) FROM generate_series(1, 2) i));
+SELECT count(*) FILTER (WHERE parked) AS parked_at_enqueue FROM zizq._jobs WHERE queue = 'bt';
+SELECT allocation FROM zizq.update_budget('two', '{"allocation": 2}');
+SET track_functions = 'all';
+BEGIN;
+SELECT type FROM zizq.dequeue(ARRAY['bt'], 10) ORDER BY id;
+SELECT pg_stat_get_xact_function_calls('zizq._claim_paid(bigint, integer, text, integer[], integer[])'::regprocedure) > 0
+  AS one_statement;
+COMMIT;
+RESET track_functions;
+SELECT key, in_flight_cost FROM zizq.budget_state WHERE key IN ('two', 'ten') ORDER BY key;
+-- The refused jobs were handed to the dispatcher to be parked; once
+-- 'two' has room they run in order.
+SELECT zizq.complete(array_agg(id)) FROM zizq._jobs WHERE queue = 'bt' AND status = 'in_flight';
+CREATE TEMP TABLE bt_taken (id bigint, type text);
+DO $$
+BEGIN
+  FOR i IN 1..20 LOOP
+    INSERT INTO bt_taken SELECT id, type FROM zizq.dequeue(ARRAY['bt'], 10, wait => '5 s');
+    EXIT WHEN (SELECT count(*) FROM bt_taken) >= 2;
+  END LOOP;
+END $$;
+SELECT type FROM bt_taken ORDER BY id;
+SELECT key, in_flight_cost FROM zizq.budget_state WHERE key IN ('two', 'ten') ORDER BY key;
+DROP TABLE bt_taken;
+-- Refusals end that statement's scan once there are as many as a walk
+-- considers (max_jobs * 4 + 256): a look at 1,000 ready jobs of a full
+-- budget reads a part of them, not all (the walk that follows reads as
+-- many again; the jobs are then parked).
+SELECT count(*) AS nothing_yet FROM zizq.dequeue(ARRAY['bs']);
+SELECT key FROM zizq.define_budget('full', 1000, 'while_in_flight');
+SELECT count(*) AS enqueued FROM zizq.enqueue_many((SELECT jsonb_agg(jsonb_build_object('queue', 'bs', 'type', 't',
+  'budgets', '[{"key": "full"}]'::jsonb)) FROM generate_series(1, 1000) i));
+SELECT count(*) AS taken FROM zizq.dequeue(ARRAY['bs']);
+SELECT allocation FROM zizq.update_budget('full', '{"allocation": 1}');
+BEGIN;
+SELECT count(*) AS none FROM zizq.dequeue(ARRAY['bs']);
+SELECT pg_stat_get_xact_tuples_returned('zizq._jobs_budgeted_by_queue'::regclass) BETWEEN 1 AND 999 AS read_a_part;
+COMMIT;
+SELECT zizq.reset();
