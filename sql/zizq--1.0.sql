@@ -323,13 +323,13 @@ CREATE FUNCTION zizq._wake_dispatcher_at(at timestamptz) RETURNS void
 -- row another filter rejects would hide it from other workers meanwhile).
 CREATE FUNCTION zizq._claim(id bigint, priority integer, queue text) RETURNS boolean
   LANGUAGE c VOLATILE STRICT COST 100 AS 'MODULE_PATHNAME', 'zizq_claim';
--- The filters of dequeue's single statement for budgeted jobs: claim and
--- pay for a row, and whether the statement paid for it.
+-- Dequeue's single statement for budgeted jobs: its filter claims and pays
+-- for a row; when it paid, for the row's dequeued_at.
 CREATE FUNCTION zizq._claim_paid(id bigint, priority integer, queue text, budget_ids integer[], budget_costs integer[])
   RETURNS boolean
   LANGUAGE c VOLATILE STRICT COST 100 AS 'MODULE_PATHNAME', 'zizq_claim_paid';
-CREATE FUNCTION zizq._paid(id bigint) RETURNS boolean
-  LANGUAGE c VOLATILE STRICT COST 10 AS 'MODULE_PATHNAME', 'zizq_paid';
+CREATE FUNCTION zizq._paid_at(id bigint) RETURNS timestamptz
+  LANGUAGE c VOLATILE STRICT COST 10 AS 'MODULE_PATHNAME', 'zizq_paid_at';
 CREATE FUNCTION zizq._unclaimed(id bigint, priority integer, queue text) RETURNS boolean
   LANGUAGE c VOLATILE STRICT COST 100 AS 'MODULE_PATHNAME', 'zizq_unclaimed';
 CREATE FUNCTION zizq._offered(id bigint) RETURNS boolean

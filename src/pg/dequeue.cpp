@@ -867,22 +867,24 @@ void revisit_lines_behind(const Cand *taken, int n) {
 // One statement, like fast_attempt's, takes the jobs: zizq._claim_paid()
 // claims each row the scan meets and debits its budgets there and then,
 // all or none, by the admission rule (core/admission.hpp: a refused job
-// blocks its budgets for the rest of the scan). A row of a budget with
-// parked jobs (one of them may be ahead of it) ends the admissions: the
-// statement keeps what it paid for before, and the walk serves the queue
-// for a while. Past as many rows not taken as the walk considers
-// candidates, such rows count toward the LIMIT, so that budgets out of
-// tokens end the scan instead of letting it read the whole queue;
-// zizq._paid() keeps them out of the UPDATE. Rows paid for and then not
-// taken (the FOR UPDATE re-check found them changed, or another
-// transaction held the row lock) are refunded after the statement, as the
-// walk refunds its lost races. Refused jobs are handed back to be parked,
-// as the walk does. When the statement takes nothing, the walk runs
-// instead.
+// blocks its budgets for the rest of the scan). It passes only the rows it
+// paid for, so FOR UPDATE SKIP LOCKED locks no job the worker does not
+// take, and each taken job's dequeued_at is the instant its budgets paid
+// (zizq._paid_at), as the walk records it. Rows paid for and then not
+// taken (the FOR UPDATE re-check found them changed, or a transaction
+// around zizq held the row lock) are refunded after the statement, as the
+// walk refunds its lost races; refused jobs are handed back to be parked.
+// A row of a budget with parked jobs (one of them may be ahead of it) ends
+// the admissions: the statement keeps what it paid for before, and the
+// walk serves the queue for a second. So does a statement that refused
+// more rows than a walk considers: rows it does not pass do not count
+// toward the LIMIT, so a queue of jobs its budgets cannot pay is read to
+// its end, once. When the statement takes nothing, the walk runs instead.
 
 struct PaidJob {
   int64 id;
   uint32 queue_hash;
+  TimestampTz paid_at;
   int nbindings;
   core::Binding bindings[core::kMaxBindings];
 };
@@ -891,11 +893,11 @@ struct PaidJob {
 struct PaidTake {
   bool active;
   const Walk *walk;
-  PaidJob *paid, *refused;
+  PaidJob *paid, *refused;  // refused: claimed, and refused for want of tokens
   int npaid, nrefused, capacity;
-  int nrefusals;        // rows not taken (refused, or left to the walk)
-  int refusals_passed;  // how many of them do not count toward the LIMIT
-  bool met_parked;      // a row's budget had parked jobs: admissions ended
+  int nrefusals;  // rows not passed: refused, blocked, or left to the walk
+  int most_paid;  // a plan that read past its LIMIT (a sort) pays no more
+  bool met_parked;  // a row's budget had parked jobs: admissions ended
   core::BlockedBudgets blocked;
   bool sorted;  // paid[] in id order (find_paid)
 };
@@ -910,12 +912,6 @@ PaidJob *find_paid(int64 id) {
   PaidJob *end = t.paid + t.npaid;
   PaidJob *it = std::lower_bound(t.paid, end, id, [](const PaidJob &a, int64 v) { return a.id < v; });
   return it != end && it->id == id ? it : nullptr;
-}
-
-bool is_refused(int64 id) {
-  for (int i = 0; i < paid_take.nrefused; ++i)
-    if (paid_take.refused[i].id == id) return true;
-  return false;
 }
 
 bool same_bindings(const PaidJob &j, const Cand &c) {
@@ -934,8 +930,8 @@ bool any_binding_parked(const Cand &c) {
   return false;
 }
 
-PaidJob paid_job(const Cand &c, uint32 queue_hash) {
-  PaidJob j{c.id, queue_hash, c.nbindings, {}};
+PaidJob paid_job(const Cand &c, const text *queue, TimestampTz paid_at) {
+  PaidJob j{c.id, queue_hash(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue)), paid_at, c.nbindings, {}};
   memcpy(j.bindings, c.bindings, sizeof(core::Binding) * c.nbindings);
   return j;
 }
@@ -950,61 +946,70 @@ void grow_paid_take() {
   t.capacity = wanted;
 }
 
-// A row not taken blocks its budgets for the rest of the scan
-// (core/admission.hpp); one refused (`to_park`) goes to be parked after the
-// statement, as the walk hands back its refusals. Past `refusals_passed`
-// of them, such rows count toward the LIMIT.
-bool refuse(PaidTake &t, const Cand &c, const text *queue, bool to_park) {
+// A row not passed blocks its budgets for the rest of the scan
+// (core/admission.hpp). One refused for want of tokens (`claimed` by this
+// statement, then let go) goes to be parked after it, as the walk hands
+// back its refusals.
+void refuse(PaidTake &t, const Cand &c, const text *queue, bool claimed) {
   if (t.npaid + t.nrefusals >= t.capacity) grow_paid_take();
   t.blocked.add_all(core::Candidate{c.id, c.priority, c.bindings, c.nbindings});
-  if (to_park) t.refused[t.nrefused++] = paid_job(c, queue_hash(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue)));
-  return ++t.nrefusals > t.refusals_passed;
+  if (claimed) t.refused[t.nrefused++] = paid_job(c, queue, 0);
+  t.nrefusals++;
 }
 
-// A row the statement's scan met: whether it counts toward the LIMIT.
-// A row behind a refusal in one of its budgets is refused unclaimed; one in
-// a budget with parked jobs (one of them may be ahead: the walk asks), and
-// every row after it, is passed over unclaimed, left to the walk. One whose
-// budgets cannot pay is let go at once, as the walk does, so that no other
-// worker skips it meanwhile.
-bool claim_paid_row(int64 id, int32 priority, const text *queue, Datum ids, Datum costs) {
-  PaidTake &t = paid_take;
+Cand row_candidate(int64 id, int32 priority, Datum ids, Datum costs, bool *ok) {
   Cand c{};
   c.id = id;
   c.priority = priority;
   int32 *id_values, *cost_values;
   int n = array_int4(ids, &id_values);
-  if (array_int4(costs, &cost_values) != n || n > core::kMaxBindings) return false;
-  c.nbindings = n;
-  for (int k = 0; k < n; ++k) c.bindings[k] = core::Binding{id_values[k], cost_values[k]};
-  core::Candidate cand{c.id, c.priority, c.bindings, c.nbindings};
+  *ok = array_int4(costs, &cost_values) == n && n <= core::kMaxBindings;
+  c.nbindings = *ok ? n : 0;
+  for (int k = 0; k < c.nbindings; ++k) c.bindings[k] = core::Binding{id_values[k], cost_values[k]};
+  return c;
+}
+
+// A row the statement's scan met: whether it is passed on (paid for). A
+// row already paid for is met again by a FOR UPDATE re-check of a version
+// changed since the snapshot (the row lock is taken as soon as the scan
+// passes the row: it is the last one paid for, or, should a plan ever lock
+// later, one this attempt holds the claim of): passed if still bound as
+// paid, else left to the refund. A row behind a refusal in one of its
+// budgets is refused unclaimed; one of a budget with parked jobs, and every
+// row after it, is left to the walk. One whose budgets cannot pay is let go
+// at once, as the walk does, so that no other worker skips it meanwhile.
+bool claim_paid_row(int64 id, int32 priority, const text *queue, Datum ids, Datum costs) {
+  PaidTake &t = paid_take;
+  bool well_formed;
+  Cand c = row_candidate(id, priority, ids, costs, &well_formed);
+  if (t.npaid > 0 && t.paid[t.npaid - 1].id == id) return well_formed && same_bindings(t.paid[t.npaid - 1], c);
+  core::JobKey key{priority, id};
   t.met_parked = t.met_parked || any_binding_parked(c);
-  bool blocked = t.blocked.any_of(cand);
-  if (t.met_parked || blocked) {
-    note_examined(core::JobKey{priority, id});
+  if (!well_formed || t.met_parked || t.npaid >= t.most_paid ||
+      t.blocked.any_of(core::Candidate{c.id, c.priority, c.bindings, c.nbindings})) {
+    note_examined(key);
     stop_raising();  // the floor must not pass a job left ready
-    return refuse(t, c, queue, /*to_park=*/!t.met_parked);
+    refuse(t, c, queue, /*claimed=*/false);
+    return false;
   }
   TakeClaim claim = claim_for_take(id, priority, queue);
   if (claim == TakeClaim::No) return false;
   if (claim == TakeClaim::Again) {
-    // A FOR UPDATE re-check of a row changed since the snapshot (one that
-    // counted): still the job this statement paid for, or left to the
-    // refund.
     const PaidJob *j = find_paid(id);
-    return j != nullptr ? same_bindings(*j, c) : is_refused(id);
+    return j != nullptr && same_bindings(*j, c);
   }
   TimestampTz paid_at;
   if (debit_all(c, *t.walk, &paid_at)) {
     if (t.npaid + t.nrefusals >= t.capacity) grow_paid_take();
-    t.paid[t.npaid++] = paid_job(c, queue_hash(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue)));
+    t.paid[t.npaid++] = paid_job(c, queue, paid_at);
     t.sorted = false;
     return true;
   }
   ClaimedJob claimed;
   if (forget_claim(id, &claimed)) release_claimed_jobs(&claimed, 1, /*taken=*/false);
   stop_raising();
-  return refuse(t, c, queue, /*to_park=*/true);
+  refuse(t, c, queue, /*claimed=*/true);
+  return false;
 }
 
 SPIPlanPtr budgeted_fast_plan = nullptr;
@@ -1012,12 +1017,11 @@ SPIPlanPtr budgeted_fast_plan = nullptr;
 // The read of budgeted_plan's one-queue form (see there for its bounds).
 SPIPlanPtr budgeted_take_plan() {
   return prepared(budgeted_fast_plan,
-                  "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = clock_timestamp() WHERE id = ANY (ARRAY("
-                  "SELECT id FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NOT NULL AND NOT parked "
-                  "AND " ZIZQ_ONE_QUEUE(4) "AND (queue, priority, id) >= ($4, $5, $6) "
+                  "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = COALESCE(zizq._paid_at(id), clock_timestamp()) "
+                  "WHERE id = ANY (ARRAY(SELECT id FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NOT NULL "
+                  "AND NOT parked AND " ZIZQ_ONE_QUEUE(4) "AND (queue, priority, id) >= ($4, $5, $6) "
                   "AND zizq._claim_paid(id, priority, queue, budget_ids, budget_costs) "
-                  "ORDER BY queue, priority, id LIMIT $1 FOR UPDATE SKIP LOCKED)) AND zizq._paid(id) "
-                  "RETURNING " ZIZQ_TAKEN_COLUMNS,
+                  "ORDER BY queue, priority, id LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING " ZIZQ_TAKEN_COLUMNS,
                   {INT4OID, INT8OID, INT8OID, TEXTOID, INT4OID, INT8OID});
 }
 
@@ -1062,25 +1066,22 @@ void settle_budget_lines(const int64 *taken, uint64 rows) {
   revisit_lines_behind(cands, n);
 }
 
-void begin_paid_take(const Walk *walk, int capacity, int refusals_passed) {
+void begin_paid_take(const Walk *walk, int max_jobs) {
   PaidTake &t = paid_take;
   t.walk = walk;
-  t.refusals_passed = refusals_passed;
-  t.capacity = capacity;
-  t.paid = static_cast<PaidJob *>(palloc(sizeof(PaidJob) * capacity));
-  t.refused = static_cast<PaidJob *>(palloc(sizeof(PaidJob) * capacity));
-  t.blocked = core::BlockedBudgets{static_cast<int32 *>(palloc(sizeof(int32) * core::kMaxBindings * capacity)), 0,
-                                   core::kMaxBindings * capacity};
+  t.capacity = max_jobs + 16;
+  t.most_paid = 2 * max_jobs + 16;
+  t.paid = static_cast<PaidJob *>(palloc(sizeof(PaidJob) * t.capacity));
+  t.refused = static_cast<PaidJob *>(palloc(sizeof(PaidJob) * t.capacity));
+  t.blocked = core::BlockedBudgets{static_cast<int32 *>(palloc(sizeof(int32) * core::kMaxBindings * t.capacity)), 0,
+                                   core::kMaxBindings * t.capacity};
   t.npaid = t.nrefused = t.nrefusals = 0;
   t.met_parked = false;
   t.sorted = true;
   t.active = true;
 }
 
-// Queues whose budgeted jobs the statement found in budgets with parked
-// jobs: their lines need the walk (parked_ahead), and a statement that
-// passes over every row there would read past all of them before it ends.
-// The walk serves them for a while.
+// Queues the statement left to the walk (see above), for a second.
 QueueMemo walk_only_queues(1 * USECS_PER_SEC);
 
 // Returns how many jobs it took: 0 also when the statement does not apply
@@ -1098,7 +1099,7 @@ uint64 budgeted_fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc
   begin_examined();
   // Its arrays live in the caller's context: palloc'd here, grown in the
   // SQL functions with repalloc (which keeps a chunk's context).
-  begin_paid_take(&walk, r.max_jobs + 16, max_considered(r));
+  begin_paid_take(&walk, r.max_jobs);
   if (start.may_raise) begin_live_raises(r.queues[0], core::FloorKind::Budgeted, start.view);
   uint64 rows = 0;
   PG_TRY();
@@ -1108,15 +1109,14 @@ uint64 budgeted_fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc
   PG_FINALLY();
   {
     paid_take.active = false;
-    end_live_raises();
   }
   PG_END_TRY();
+  end_live_raises();  // (after an error, the abort gives the floor back)
   if (start.may_raise && paid_take.nrefusals == 0 && start.view.floor < examined_min())
     raise_floor_of(r.queues[0], core::FloorKind::Budgeted, start.view.seq, examined_min());
+  if (paid_take.met_parked || paid_take.nrefusals > max_considered(r)) walk_only_queues.note(r.hashes[0]);
   int64 *taken = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(rows, 1)));
   for (uint64 i = 0; i < rows; ++i) taken[i] = column_int64(i, 1);
-  if (paid_take.met_parked) walk_only_queues.note(r.hashes[0]);
-  refund_untaken(taken, rows);
   int nunused = 0;
   int64 *unused = unused_claims(taken, static_cast<int>(rows), &nunused);
   if (rows > 0) {
@@ -1124,9 +1124,12 @@ uint64 budgeted_fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc
     note_taken(r, rows);
     emit_taken(rows, store, desc);
   }
-  release_dropped_claims(unused, nunused);  // after the rows are read: it runs a query
-  // Refused jobs are no longer claimed when they go to be parked (as in the
-  // walk). With nothing taken, the walk that follows refuses them itself.
+  // Unclaimed before refunded: the dispatcher a refund wakes must not find
+  // the job still claimed (as in settle_taken). After the rows are read:
+  // it runs a query.
+  release_dropped_claims(unused, nunused);
+  refund_untaken(taken, rows);
+  // With nothing taken, the walk that follows refuses the jobs itself.
   if (rows > 0) settle_budget_lines(taken, rows);
   return rows;
 }
@@ -1462,14 +1465,14 @@ Datum zizq_claim_paid(PG_FUNCTION_ARGS) {
                                 PG_GETARG_DATUM(4)));
 }
 
-// zizq._paid(id): whether the running statement paid for the job. The
-// UPDATE's filter beside `id = ANY (ARRAY(...))`, which its primary key scan
-// evaluates first (dequeue plans with enable_seqscan off): the sub-select
-// has paid for every row by then.
-PG_FUNCTION_INFO_V1(zizq_paid);
-Datum zizq_paid(PG_FUNCTION_ARGS) {
-  if (!paid_take.active) elog(ERROR, "zizq._paid is for zizq.dequeue's own statement");
-  PG_RETURN_BOOL(find_paid(PG_GETARG_INT64(0)) != nullptr);
+// zizq._paid_at(id): when the running statement's zizq._claim_paid() paid
+// for the job (NULL: it did not), for the UPDATE's dequeued_at.
+PG_FUNCTION_INFO_V1(zizq_paid_at);
+Datum zizq_paid_at(PG_FUNCTION_ARGS) {
+  if (!paid_take.active) elog(ERROR, "zizq._paid_at is for zizq.dequeue's own statement");
+  const PaidJob *j = find_paid(PG_GETARG_INT64(0));
+  if (j == nullptr) PG_RETURN_NULL();
+  PG_RETURN_TIMESTAMPTZ(j->paid_at);
 }
 
 }  // extern "C"

@@ -289,18 +289,29 @@ END $$;
 SELECT type FROM bt_taken ORDER BY id;
 SELECT key, in_flight_cost FROM zizq.budget_state WHERE key IN ('two', 'ten') ORDER BY key;
 DROP TABLE bt_taken;
--- Refusals end that statement's scan once there are as many as a walk
--- considers (max_jobs * 4 + 256): a look at 1,000 ready jobs of a full
--- budget reads a part of them, not all (the walk that follows reads as
--- many again; the jobs are then parked).
+-- The statement passes only the rows it paid for (FOR UPDATE SKIP LOCKED
+-- locks no job the worker does not take), so a queue of jobs its budgets
+-- cannot pay is read to its end: once. A statement that refused more rows
+-- than a walk considers (max_jobs * 4 + 256) leaves the queue to the walk
+-- for a second, and the next look does not run it. Nothing stays locked.
 SELECT count(*) AS nothing_yet FROM zizq.dequeue(ARRAY['bs']);
 SELECT key FROM zizq.define_budget('full', 1000, 'while_in_flight');
 SELECT count(*) AS enqueued FROM zizq.enqueue_many((SELECT jsonb_agg(jsonb_build_object('queue', 'bs', 'type', 't',
   'budgets', '[{"key": "full"}]'::jsonb)) FROM generate_series(1, 1000) i));
 SELECT count(*) AS taken FROM zizq.dequeue(ARRAY['bs']);
 SELECT allocation FROM zizq.update_budget('full', '{"allocation": 1}');
+SET track_functions = 'all';
 BEGIN;
 SELECT count(*) AS none FROM zizq.dequeue(ARRAY['bs']);
-SELECT pg_stat_get_xact_tuples_returned('zizq._jobs_budgeted_by_queue'::regclass) BETWEEN 1 AND 999 AS read_a_part;
+SELECT pg_stat_get_xact_function_calls('zizq._claim_paid(bigint, integer, text, integer[], integer[])'::regprocedure)
+  AS rows_met \gset
+SELECT :rows_met >= 999 AS read_to_the_end;
+SELECT count(*) AS none_again FROM zizq.dequeue(ARRAY['bs']);
+SELECT pg_stat_get_xact_function_calls('zizq._claim_paid(bigint, integer, text, integer[], integer[])'::regprocedure)
+  = :rows_met AS left_to_the_walk;
+CREATE EXTENSION pgrowlocks;
+SELECT count(*) AS rows_we_lock FROM pgrowlocks('zizq._jobs') WHERE pg_backend_pid() = ANY (pids);
 COMMIT;
+DROP EXTENSION pgrowlocks;
+RESET track_functions;
 SELECT zizq.reset();
