@@ -876,7 +876,7 @@ void revisit_lines_behind(const Cand *taken, int n) {
 // walk refunds its lost races; refused jobs are handed back to be parked.
 // A row of a budget with parked jobs (one of them may be ahead of it) ends
 // the admissions: the statement keeps what it paid for before, and the
-// walk serves the queue for a second. So does a statement that refused
+// walk serves the queue for 10 s. So does a statement that refused
 // more rows than a walk considers: rows it does not pass do not count
 // toward the LIMIT, so a queue of jobs its budgets cannot pay is read to
 // its end, once. When the statement takes nothing, the walk runs instead.
@@ -900,6 +900,7 @@ struct PaidTake {
   bool met_parked;  // a row's budget had parked jobs: admissions ended
   core::BlockedBudgets blocked;
   bool sorted;  // paid[] in id order (find_paid)
+  int64 last_paid;  // the id paid for last
 };
 PaidTake paid_take{};
 
@@ -980,9 +981,16 @@ Cand row_candidate(int64 id, int32 priority, Datum ids, Datum costs, bool *ok) {
 // at once, as the walk does, so that no other worker skips it meanwhile.
 bool claim_paid_row(int64 id, int32 priority, const text *queue, Datum ids, Datum costs) {
   PaidTake &t = paid_take;
+  if (t.met_parked) {  // the rest of the scan, at the least cost
+    t.nrefusals++;
+    return false;
+  }
   bool well_formed;
   Cand c = row_candidate(id, priority, ids, costs, &well_formed);
-  if (t.npaid > 0 && t.paid[t.npaid - 1].id == id) return well_formed && same_bindings(t.paid[t.npaid - 1], c);
+  if (t.npaid > 0 && id == t.last_paid) {
+    const PaidJob *j = find_paid(id);
+    return well_formed && same_bindings(*j, c);
+  }
   core::JobKey key{priority, id};
   t.met_parked = t.met_parked || any_binding_parked(c);
   if (!well_formed || t.met_parked || t.npaid >= t.most_paid ||
@@ -1002,6 +1010,7 @@ bool claim_paid_row(int64 id, int32 priority, const text *queue, Datum ids, Datu
   if (debit_all(c, *t.walk, &paid_at)) {
     if (t.npaid + t.nrefusals >= t.capacity) grow_paid_take();
     t.paid[t.npaid++] = paid_job(c, queue, paid_at);
+    t.last_paid = id;
     t.sorted = false;
     return true;
   }
@@ -1076,13 +1085,16 @@ void begin_paid_take(const Walk *walk, int max_jobs) {
   t.blocked = core::BlockedBudgets{static_cast<int32 *>(palloc(sizeof(int32) * core::kMaxBindings * t.capacity)), 0,
                                    core::kMaxBindings * t.capacity};
   t.npaid = t.nrefused = t.nrefusals = 0;
+  t.last_paid = 0;
   t.met_parked = false;
   t.sorted = true;
   t.active = true;
 }
 
-// Queues the statement left to the walk (see above), for a second.
-QueueMemo walk_only_queues(1 * USECS_PER_SEC);
+// Queues the statement left to the walk (see above), for 10 s: a statement
+// that meets a budget with parked jobs reads the rest of the queue's
+// budgeted jobs before it ends.
+QueueMemo walk_only_queues(10 * USECS_PER_SEC);
 
 // Returns how many jobs it took: 0 also when the statement does not apply
 // (the walk runs then).

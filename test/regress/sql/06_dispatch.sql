@@ -293,7 +293,7 @@ DROP TABLE bt_taken;
 -- locks no job the worker does not take), so a queue of jobs its budgets
 -- cannot pay is read to its end: once. A statement that refused more rows
 -- than a walk considers (max_jobs * 4 + 256) leaves the queue to the walk
--- for a second, and the next look does not run it. Nothing stays locked.
+-- for 10 s, and the next look does not run it. Nothing stays locked.
 SELECT count(*) AS nothing_yet FROM zizq.dequeue(ARRAY['bs']);
 SELECT key FROM zizq.define_budget('full', 1000, 'while_in_flight');
 SELECT count(*) AS enqueued FROM zizq.enqueue_many((SELECT jsonb_agg(jsonb_build_object('queue', 'bs', 'type', 't',
