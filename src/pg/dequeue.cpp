@@ -876,10 +876,11 @@ void revisit_lines_behind(const Cand *taken, int n) {
 // walk refunds its lost races; refused jobs are handed back to be parked.
 // A row of a budget with parked jobs (one of them may be ahead of it) ends
 // the admissions: the statement keeps what it paid for before, and the
-// walk serves the queue for 10 s. So does a statement that refused
-// more rows than a walk considers: rows it does not pass do not count
-// toward the LIMIT, so a queue of jobs its budgets cannot pay is read to
-// its end, once. When the statement takes nothing, the walk runs instead.
+// walk serves the queue for 10 s. So does a statement that refused more
+// rows than a walk considers: rows it does not pass do not count toward
+// the LIMIT, so the rest of its scan (to the queue's end) is left to the
+// walk at the least cost, without a claim or a debit. When the statement
+// takes nothing, the walk runs instead.
 
 struct PaidJob {
   int64 id;
@@ -897,6 +898,7 @@ struct PaidTake {
   int npaid, nrefused, capacity;
   int nrefusals;  // rows not passed: refused, blocked, or left to the walk
   int most_paid;  // a plan that read past its LIMIT (a sort) pays no more
+  int most_refusals;  // past as many as a walk considers, rows go to the walk
   bool met_parked;  // a row's budget had parked jobs: admissions ended
   core::BlockedBudgets blocked;
   bool sorted;  // paid[] in id order (find_paid)
@@ -981,7 +983,8 @@ Cand row_candidate(int64 id, int32 priority, Datum ids, Datum costs, bool *ok) {
 // at once, as the walk does, so that no other worker skips it meanwhile.
 bool claim_paid_row(int64 id, int32 priority, const text *queue, Datum ids, Datum costs) {
   PaidTake &t = paid_take;
-  if (t.met_parked) {  // the rest of the scan, at the least cost
+  // The walk's share of the queue: the rest of the scan, at the least cost.
+  if (t.met_parked || t.nrefusals > t.most_refusals) {
     t.nrefusals++;
     return false;
   }
@@ -1075,9 +1078,10 @@ void settle_budget_lines(const int64 *taken, uint64 rows) {
   revisit_lines_behind(cands, n);
 }
 
-void begin_paid_take(const Walk *walk, int max_jobs) {
+void begin_paid_take(const Walk *walk, int max_jobs, int most_refusals) {
   PaidTake &t = paid_take;
   t.walk = walk;
+  t.most_refusals = most_refusals;
   t.capacity = max_jobs + 16;
   t.most_paid = 2 * max_jobs + 16;
   t.paid = static_cast<PaidJob *>(palloc(sizeof(PaidJob) * t.capacity));
@@ -1111,7 +1115,7 @@ uint64 budgeted_fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc
   begin_examined();
   // Its arrays live in the caller's context: palloc'd here, grown in the
   // SQL functions with repalloc (which keeps a chunk's context).
-  begin_paid_take(&walk, r.max_jobs);
+  begin_paid_take(&walk, r.max_jobs, max_considered(r));
   if (start.may_raise) begin_live_raises(r.queues[0], core::FloorKind::Budgeted, start.view);
   uint64 rows = 0;
   PG_TRY();
