@@ -983,17 +983,18 @@ Cand row_candidate(int64 id, int32 priority, Datum ids, Datum costs, bool *ok) {
 // at once, as the walk does, so that no other worker skips it meanwhile.
 bool claim_paid_row(int64 id, int32 priority, const text *queue, Datum ids, Datum costs) {
   PaidTake &t = paid_take;
+  bool well_formed;
+  if (t.npaid > 0 && id == t.last_paid) {
+    Cand c = row_candidate(id, priority, ids, costs, &well_formed);
+    const PaidJob *j = find_paid(id);
+    return well_formed && same_bindings(*j, c);
+  }
   // The walk's share of the queue: the rest of the scan, at the least cost.
   if (t.met_parked || t.nrefusals > t.most_refusals) {
     t.nrefusals++;
     return false;
   }
-  bool well_formed;
   Cand c = row_candidate(id, priority, ids, costs, &well_formed);
-  if (t.npaid > 0 && id == t.last_paid) {
-    const PaidJob *j = find_paid(id);
-    return well_formed && same_bindings(*j, c);
-  }
   core::JobKey key{priority, id};
   t.met_parked = t.met_parked || any_binding_parked(c);
   if (!well_formed || t.met_parked || t.npaid >= t.most_paid ||
