@@ -109,16 +109,23 @@ TransactionId column_xid(uint64 row, int col) {
   return isnull ? InvalidTransactionId : DatumGetTransactionId(d);
 }
 
+// A job's budget_ids and budget_costs as its candidate's bindings; false
+// (and none) when the two arrays do not pair up.
+bool set_bindings(Datum ids, Datum costs, Cand &c) {
+  int32 *id_values, *cost_values;
+  int n = array_int4(ids, &id_values);
+  bool paired = array_int4(costs, &cost_values) == n && n <= core::kMaxBindings;
+  c.nbindings = paired ? n : 0;
+  for (int i = 0; i < c.nbindings; ++i) c.bindings[i] = core::Binding{id_values[i], cost_values[i]};
+  return paired;
+}
+
 void read_bindings(uint64 row, int ids_col, int costs_col, Cand &c) {
   bool isnull = false;
   Datum ids = column(row, ids_col, &isnull);
   c.nbindings = 0;
   if (isnull) return;
-  int32 *id_values, *cost_values;
-  int n = array_int4(ids, &id_values);
-  array_int4(column(row, costs_col, &isnull), &cost_values);
-  c.nbindings = ZZ_MIN(n, core::kMaxBindings);
-  for (int i = 0; i < c.nbindings; ++i) c.bindings[i] = core::Binding{id_values[i], cost_values[i]};
+  (void)set_bindings(ids, column(row, costs_col, &isnull), c);
 }
 
 // A stream of candidates in order, refilled by a query on demand.
@@ -802,22 +809,30 @@ int settle_taken(Cand *cands, int n, const bool *taken) {
 
 // Refused budgeted jobs go to the dispatcher to be parked; stale offers are
 // withdrawn and their budgets re-evaluated.
+// A refused budgeted job goes to the dispatcher to be parked (budget_lock
+// held exclusively). Not handed over (the requests are full): it stays in
+// the stream, and its budgets are marked starved.
+void request_park_or_starve(int64 id, const core::Binding *bindings, int n, uint32 queue_hash) {
+  if (!request_park(id)) mark_starved(bindings, n, queue_hash);
+}
+
+void mark_lines_dirty(const core::Binding *bindings, int n) {
+  for (int k = 0; k < n; ++k)
+    if (BudgetEntry *b = find_budget(bindings[k].budget)) mark_dirty(b);
+}
+
 void hand_back(const Cand *refused, int n) {
   if (n == 0) return;
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
   for (int i = 0; i < n; ++i) {
     const Cand &c = refused[i];
     if (c.source == Source::Budgeted) {
-      // Not handed over (the requests are full): it stays in the stream.
-      if (!request_park(c.id)) mark_starved(c.bindings, c.nbindings, queue_hash(c.queue, strlen(c.queue)));
+      request_park_or_starve(c.id, c.bindings, c.nbindings, queue_hash(c.queue, strlen(c.queue)));
     } else if (c.source == Source::Offered) {
       int slot = offer_slot_of(c.id, c.offer_slot);
       if (slot >= 0) remove_offer(slot);
     }
-    for (int k = 0; k < c.nbindings; ++k) {
-      BudgetEntry *b = find_budget(c.bindings[k].budget);
-      if (b != nullptr) mark_dirty(b);
-    }
+    mark_lines_dirty(c.bindings, c.nbindings);
   }
   LWLockRelease(shared->budget_lock);
   wake_dispatcher();
@@ -964,11 +979,7 @@ Cand row_candidate(int64 id, int32 priority, Datum ids, Datum costs, bool *ok) {
   Cand c{};
   c.id = id;
   c.priority = priority;
-  int32 *id_values, *cost_values;
-  int n = array_int4(ids, &id_values);
-  *ok = array_int4(costs, &cost_values) == n && n <= core::kMaxBindings;
-  c.nbindings = *ok ? n : 0;
-  for (int k = 0; k < c.nbindings; ++k) c.bindings[k] = core::Binding{id_values[k], cost_values[k]};
+  *ok = set_bindings(ids, costs, c);
   return c;
 }
 
@@ -1058,9 +1069,8 @@ void settle_budget_lines(const int64 *taken, uint64 rows) {
     LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
     for (int i = 0; i < paid_take.nrefused; ++i) {
       const PaidJob &j = paid_take.refused[i];
-      if (!request_park(j.id)) mark_starved(j.bindings, j.nbindings, j.queue_hash);
-      for (int k = 0; k < j.nbindings; ++k)
-        if (BudgetEntry *b = find_budget(j.bindings[k].budget)) mark_dirty(b);
+      request_park_or_starve(j.id, j.bindings, j.nbindings, j.queue_hash);
+      mark_lines_dirty(j.bindings, j.nbindings);
     }
     LWLockRelease(shared->budget_lock);
     wake_dispatcher();
