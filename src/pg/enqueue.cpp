@@ -15,6 +15,7 @@
 
 #include "pg/budgets.hpp"
 #include "pg/errors.hpp"
+#include "pg/job_insert.hpp"
 #include "pg/job_row.hpp"
 #include "pg/jsonb_text.hpp"
 #include "pg/lines.hpp"
@@ -23,6 +24,10 @@
 #include "pg/spi.hpp"
 #include "pg/floors.hpp"
 #include "pg/xact.hpp"
+
+extern "C" {
+#include "utils/fmgroids.h"
+}
 
 namespace zizq::pg {
 namespace {
@@ -277,129 +282,128 @@ SPIPlanPtr holder_plan = nullptr;
 
 const char *describe_input(int j, void *ctx) { return static_cast<JobInput *>(ctx)[j].label; }
 
-Datum text_array(char **values, const bool *nulls, int n) {
-  Datum *elems = static_cast<Datum *>(palloc(sizeof(Datum) * ZZ_MAX(n, 1)));
-  for (int i = 0; i < n; ++i) elems[i] = nulls[i] ? 0 : CStringGetTextDatum(values[i]);
-  int dims[1] = {n}, lbs[1] = {1};
-  return PointerGetDatum(construct_md_array(elems, const_cast<bool *>(nulls), 1, dims, lbs, TEXTOID, -1, false,
-                                            TYPALIGN_INT));
-}
-
-Datum datum_array(Datum *values, bool *nulls, int n, Oid type, int16 typlen, bool byval, char align) {
-  int dims[1] = {n}, lbs[1] = {1};
-  return PointerGetDatum(construct_md_array(values, nulls, 1, dims, lbs, type, typlen, byval, align));
-}
-
-char *int_list(const int32 *values, int n) {
-  StringInfoData s;
-  initStringInfo(&s);
-  appendStringInfoChar(&s, '{');
-  for (int i = 0; i < n; ++i) appendStringInfo(&s, "%s%d", i ? "," : "", values[i]);
-  appendStringInfoChar(&s, '}');
-  return s.data;
-}
-
-// Column arrays for the INSERT: one element per job.
-struct Columns {
-  char **queue, **type, **status, **unique_key, **unique_while, **budget_ids, **budget_costs;
-  bool *no_unique_key, *no_budgets, *no_retry_limit, *no_backoff, *no_retention, *none;
-  Datum *payload, *priority, *ready_at, *retry_limit, *backoff, *retention, *budgets, *parked;
-};
-
 template <typename T>
 T *alloc_n(int n) {
   return static_cast<T *>(palloc0(sizeof(T) * ZZ_MAX(n, 1)));
 }
 
-Columns build_columns(JobInput *jobs, int n) {
-  Columns c;
-  c.queue = alloc_n<char *>(n), c.type = alloc_n<char *>(n), c.status = alloc_n<char *>(n);
-  c.unique_key = alloc_n<char *>(n), c.unique_while = alloc_n<char *>(n);
-  c.budget_ids = alloc_n<char *>(n), c.budget_costs = alloc_n<char *>(n);
-  c.no_unique_key = alloc_n<bool>(n), c.no_budgets = alloc_n<bool>(n), c.no_retry_limit = alloc_n<bool>(n);
-  c.no_backoff = alloc_n<bool>(n), c.no_retention = alloc_n<bool>(n), c.none = alloc_n<bool>(n);
-  c.payload = alloc_n<Datum>(n), c.priority = alloc_n<Datum>(n), c.ready_at = alloc_n<Datum>(n);
-  c.retry_limit = alloc_n<Datum>(n), c.backoff = alloc_n<Datum>(n), c.retention = alloc_n<Datum>(n);
-  c.budgets = alloc_n<Datum>(n), c.parked = alloc_n<Datum>(n);
-  for (int i = 0; i < n; ++i) {
-    JobInput &j = jobs[i];
-    c.queue[i] = j.queue;
-    c.type[i] = j.type;
-    c.status[i] = const_cast<char *>(j.scheduled ? "scheduled" : "ready");
-    c.unique_key[i] = j.unique_key;
-    c.no_unique_key[i] = j.unique_key == nullptr;
-    c.unique_while[i] = const_cast<char *>(j.unique_while);
-    c.payload[i] = j.payload;
-    c.priority[i] = Int32GetDatum(j.priority);
-    c.ready_at[i] = TimestampTzGetDatum(j.ready_at);
-    c.retry_limit[i] = Int32GetDatum(j.retry_limit);
-    c.no_retry_limit[i] = !j.has_retry_limit;
-    c.backoff[i] = j.backoff;
-    c.no_backoff[i] = j.backoff == 0;
-    c.retention[i] = j.retention;
-    c.no_retention[i] = j.retention == 0;
-    c.no_budgets[i] = j.bindings.n == 0;
-    if (j.bindings.n > 0) {
-      int32 costs[core::kMaxBindings];
-      for (int k = 0; k < j.bindings.n; ++k) costs[k] = j.bindings.items[k].cost;
-      c.budgets[i] = jsonb_from_text(bindings_json(j.bindings));
-      c.budget_ids[i] = int_list(j.bindings.ids, j.bindings.n);
-      c.budget_costs[i] = int_list(costs, j.bindings.n);
-    }
-    c.parked[i] = BoolGetDatum(j.parked);
-  }
-  return c;
+// The columns an enqueue gives; the others take the table's defaults (id,
+// attempts, created_at) or stay NULL.
+struct RowColumn {
+  const char *name;
+  Oid type;
+};
+constexpr RowColumn kRowColumns[] = {
+    {"queue", TEXTOID},          {"type", TEXTOID},          {"payload", JSONBOID},
+    {"priority", INT4OID},       {"status", TEXTOID},        {"ready_at", TIMESTAMPTZOID},
+    {"retry_limit", INT4OID},    {"backoff", JSONBOID},      {"retention", JSONBOID},
+    {"unique_key", TEXTOID},     {"unique_while", TEXTOID},  {"unique_hold", TEXTOID},
+    {"budgets", JSONBOID},       {"budget_ids", INT4ARRAYOID}, {"budget_costs", INT4ARRAYOID},
+    {"parked", BOOLOID},         {"enqueued_by", OIDOID}};
+constexpr int kRowColumnCount = sizeof kRowColumns / sizeof kRowColumns[0];
+
+Datum int4_array(const int32 *values, int n) {
+  Datum *elems = alloc_n<Datum>(n);
+  for (int i = 0; i < n; ++i) elems[i] = Int32GetDatum(values[i]);
+  return PointerGetDatum(construct_array(elems, n, INT4OID, 4, true, TYPALIGN_INT));
 }
 
-#define ZIZQ_INSERT_JOBS                                                                                      \
-  "INSERT INTO zizq._jobs (queue, type, payload, priority, status, ready_at, retry_limit, backoff, "          \
-  "retention, unique_key, unique_while, unique_hold, budgets, budget_ids, budget_costs, parked, enqueued_by) " \
-  "SELECT q, t, p, pr, st, ra, rl, bo, re, uk, uw, uk, bu, bi::integer[], bc::integer[], pk, $16 "            \
-  "FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::integer[], $5::text[], $6::timestamptz[], "           \
-  "$7::integer[], $8::jsonb[], $9::jsonb[], $10::text[], $11::text[], $12::jsonb[], $13::text[], "            \
-  "$14::text[], $15::boolean[]) AS u(q, t, p, pr, st, ra, rl, bo, re, uk, uw, bu, bi, bc, pk) "
-#define ZIZQ_INSERT_RETURNING "RETURNING " ZIZQ_JOB_COLUMNS ", parked"
+// Job j's row: values[k] and nulls[k] for kRowColumns[k].
+void row_values(const JobInput &j, Oid enqueued_by, Datum *values, bool *nulls) {
+  auto text = [](const char *s) { return s == nullptr ? Datum(0) : CStringGetTextDatum(s); };
+  int32 ids[core::kMaxBindings], costs[core::kMaxBindings];
+  for (int k = 0; k < j.bindings.n; ++k) ids[k] = j.bindings.ids[k], costs[k] = j.bindings.items[k].cost;
+  bool budgeted = j.bindings.n > 0;
+  const Datum v[kRowColumnCount] = {
+      text(j.queue),
+      text(j.type),
+      j.payload,
+      Int32GetDatum(j.priority),
+      text(j.scheduled ? "scheduled" : "ready"),
+      TimestampTzGetDatum(j.ready_at),
+      Int32GetDatum(j.retry_limit),
+      j.backoff,
+      j.retention,
+      text(j.unique_key),
+      text(j.unique_while),
+      text(j.unique_key),
+      budgeted ? jsonb_from_text(bindings_json(j.bindings)) : Datum(0),
+      budgeted ? int4_array(ids, j.bindings.n) : Datum(0),
+      budgeted ? int4_array(costs, j.bindings.n) : Datum(0),
+      BoolGetDatum(j.parked),
+      ObjectIdGetDatum(enqueued_by)};
+  const bool n[kRowColumnCount] = {
+      false, false, false, false, false, false, !j.has_retry_limit, j.backoff == 0, j.retention == 0,
+      j.unique_key == nullptr, false, j.unique_key == nullptr, !budgeted, !budgeted, !budgeted, false, false};
+  memcpy(values, v, sizeof v);
+  memcpy(nulls, n, sizeof n);
+}
 
-// Jobs with unique keys go through ON CONFLICT; the others through a plain
-// INSERT, which spares each row a speculative insertion (a lock on a
-// speculative token and a second WAL record to confirm it).
+// ---- insert through an INSERT statement -----------------------------------------
+// For jobs with unique keys (ON CONFLICT) and for a table with row triggers
+// on INSERT: INSERT ... SELECT FROM unnest of one array per column.
+// budget_ids and budget_costs travel as text (arrays of arrays cannot be
+// ragged) and are cast back.
+
+const char *insert_sql(bool unique_keys) {
+  StringInfoData s;
+  initStringInfo(&s);
+  appendStringInfoString(&s, "INSERT INTO zizq._jobs (");
+  for (int k = 0; k < kRowColumnCount; ++k) appendStringInfo(&s, "%s%s", k ? ", " : "", kRowColumns[k].name);
+  appendStringInfoString(&s, ") SELECT ");
+  for (int k = 0; k < kRowColumnCount; ++k)
+    appendStringInfo(&s, "%sc%d%s", k ? ", " : "", k + 1, kRowColumns[k].type == INT4ARRAYOID ? "::integer[]" : "");
+  appendStringInfoString(&s, " FROM unnest(");
+  for (int k = 0; k < kRowColumnCount; ++k) appendStringInfo(&s, "%s$%d", k ? ", " : "", k + 1);
+  appendStringInfoString(&s, ") AS u(");
+  for (int k = 0; k < kRowColumnCount; ++k) appendStringInfo(&s, "%sc%d", k ? ", " : "", k + 1);
+  appendStringInfoString(&s, ") ");
+  if (unique_keys) appendStringInfoString(&s, "ON CONFLICT (unique_hold) WHERE unique_hold IS NOT NULL DO NOTHING ");
+  appendStringInfoString(&s, "RETURNING " ZIZQ_JOB_COLUMNS);
+  return s.data;
+}
+
+Oid spi_element_type(Oid type) { return type == INT4ARRAYOID ? TEXTOID : type; }
+
 SPIPlanPtr insert_plan(bool unique_keys) {
-  const std::initializer_list<Oid> types = {
-      TEXTARRAYOID,  TEXTARRAYOID, JSONBARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TIMESTAMPTZARRAYOID,
-      INT4ARRAYOID,  JSONBARRAYOID, JSONBARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
-      TEXTARRAYOID,  TEXTARRAYOID, BOOLARRAYOID, OIDOID};
-  if (unique_keys)
-    return prepared(insert_unique_plan,
-                    ZIZQ_INSERT_JOBS "ON CONFLICT (unique_hold) WHERE unique_hold IS NOT NULL DO NOTHING "
-                                     ZIZQ_INSERT_RETURNING,
-                    types);
-  return prepared(insert_plain_plan, ZIZQ_INSERT_JOBS ZIZQ_INSERT_RETURNING, types);
+  SPIPlanPtr &slot = unique_keys ? insert_unique_plan : insert_plain_plan;
+  if (slot != nullptr) return slot;
+  Oid types[kRowColumnCount];
+  for (int k = 0; k < kRowColumnCount; ++k) types[k] = get_array_type(spi_element_type(kRowColumns[k].type));
+  SPIPlanPtr plan = SPI_prepare_cursor(insert_sql(unique_keys), kRowColumnCount, types, CURSOR_OPT_GENERIC_PLAN);
+  if (plan == nullptr) elog(ERROR, "zizq: SPI_prepare failed (%s)", SPI_result_code_string(SPI_result));
+  SPI_keepplan(plan);
+  return slot = plan;
 }
 
-uint64 insert_rows(JobInput *jobs, int n) {
-  bool unique_keys = false;
-  for (int i = 0; i < n && !unique_keys; ++i) unique_keys = jobs[i].unique_key != nullptr;
-  SPIPlanPtr plan = insert_plan(unique_keys);
-  Columns c = build_columns(jobs, n);
-  Datum args[16] = {
-      text_array(c.queue, c.none, n),
-      text_array(c.type, c.none, n),
-      datum_array(c.payload, c.none, n, JSONBOID, -1, false, TYPALIGN_INT),
-      datum_array(c.priority, c.none, n, INT4OID, 4, true, TYPALIGN_INT),
-      text_array(c.status, c.none, n),
-      datum_array(c.ready_at, c.none, n, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE),
-      datum_array(c.retry_limit, c.no_retry_limit, n, INT4OID, 4, true, TYPALIGN_INT),
-      datum_array(c.backoff, c.no_backoff, n, JSONBOID, -1, false, TYPALIGN_INT),
-      datum_array(c.retention, c.no_retention, n, JSONBOID, -1, false, TYPALIGN_INT),
-      text_array(c.unique_key, c.no_unique_key, n),
-      text_array(c.unique_while, c.none, n),
-      datum_array(c.budgets, c.no_budgets, n, JSONBOID, -1, false, TYPALIGN_INT),
-      text_array(c.budget_ids, c.no_budgets, n),
-      text_array(c.budget_costs, c.no_budgets, n),
-      datum_array(c.parked, c.none, n, BOOLOID, 1, true, TYPALIGN_CHAR),
-      ObjectIdGetDatum(GetOuterUserId()),
-  };
-  return run_plan(plan, args, nullptr, false);
+uint64 insert_rows_by_statement(JobInput *jobs, int n, bool unique_keys) {
+  Datum *column_values[kRowColumnCount];
+  bool *column_nulls[kRowColumnCount];
+  for (int k = 0; k < kRowColumnCount; ++k) column_values[k] = alloc_n<Datum>(n), column_nulls[k] = alloc_n<bool>(n);
+  Oid enqueued_by = GetOuterUserId();
+  for (int i = 0; i < n; ++i) {
+    Datum v[kRowColumnCount];
+    bool nl[kRowColumnCount];
+    row_values(jobs[i], enqueued_by, v, nl);
+    for (int k = 0; k < kRowColumnCount; ++k) {
+      if (kRowColumns[k].type == INT4ARRAYOID && !nl[k])
+        v[k] = CStringGetTextDatum(OidOutputFunctionCall(F_ARRAY_OUT, v[k]));
+      column_values[k][i] = v[k];
+      column_nulls[k][i] = nl[k];
+    }
+  }
+  Datum args[kRowColumnCount];
+  for (int k = 0; k < kRowColumnCount; ++k) {
+    Oid type = spi_element_type(kRowColumns[k].type);
+    int16 len;
+    bool byval;
+    char align;
+    get_typlenbyvalalign(type, &len, &byval, &align);
+    int dims[1] = {n}, lbs[1] = {1};
+    args[k] = PointerGetDatum(
+        construct_md_array(column_values[k], column_nulls[k], 1, dims, lbs, type, len, byval, align));
+  }
+  return run_plan(insert_plan(unique_keys), args, nullptr, false);
 }
 
 // The job holding `unique_key`, as a zizq.job with duplicate = true.
@@ -449,17 +453,65 @@ void after_insert(JobInput *jobs, const bool *inserted, int n) {
   if (earliest != 0) at_commit_wake_dispatcher_before(earliest);
 }
 
+// Up to this many rows are built before each table_multi_insert.
+constexpr int kInsertBatch = 1000;
+
+// Inserts the jobs (none with a unique key) through `ins`; results[i] gets
+// job i's row, formed in `out`.
+void insert_directly(JobInsert *ins, JobInput *jobs, int n, HeapTuple *results, bool *inserted, MemoryContext out) {
+  AttrNumber job_columns[kJobColumns];
+  job_columns_of(job_insert_desc(ins), job_columns);
+  const AttrNumber id_column = job_columns[0];  // ZIZQ_JOB_COLUMNS starts with id
+  Oid enqueued_by = GetOuterUserId();
+  int first = 0;
+  for (int i = 0; i < n; ++i) {
+    Datum values[kRowColumnCount];
+    bool nulls[kRowColumnCount];
+    row_values(jobs[i], enqueued_by, values, nulls);
+    add_job_row(ins, values, nulls);
+    if (!job_insert_full(ins) && i < n - 1) continue;
+    int stored = flush_job_rows(ins);
+    for (int r = 0; r < stored; ++r) {
+      TupleTableSlot *row = job_insert_row(ins, r);
+      jobs[first + r].id = DatumGetInt64(row->tts_values[id_column - 1]);
+      MemoryContext old = MemoryContextSwitchTo(out);
+      results[first + r] = job_tuple_from_row(row->tts_values, row->tts_isnull, job_columns, false);
+      MemoryContextSwitchTo(old);
+      inserted[first + r] = true;
+    }
+    first += stored;
+  }
+  end_job_insert(ins);
+}
+
+// The rows an INSERT statement returned, in insertion (id) order: a job
+// skipped as a duplicate is the one whose unique key does not come next.
+void take_returned_rows(JobInput *jobs, int n, uint64 rows, HeapTuple *results, bool *inserted, MemoryContext out) {
+  uint64 r = 0;
+  for (int i = 0; i < n && r < rows; ++i) {
+    char *key = column_text(r, 12);
+    bool match = (jobs[i].unique_key == nullptr) || (key != nullptr && strcmp(key, jobs[i].unique_key) == 0);
+    if (!match) continue;
+    MemoryContext old = MemoryContextSwitchTo(out);
+    results[i] = job_tuple_from_spi(r, 1, false);
+    MemoryContextSwitchTo(old);
+    jobs[i].id = column_int64(r, 1);
+    inserted[i] = true;
+    ++r;
+  }
+}
+
 // Inserts the jobs; results[i] gets job i's row (inserted, or the existing
 // unique job as a duplicate), formed in `out`.
 void insert_jobs(JobInput *jobs, int n, HeapTuple *results, MemoryContext out) {
   require_shared();
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
-  resolve_bindings(&jobs[0].bindings, 0, describe_input, jobs);  // (no-op; keeps the signature honest)
   Bindings *all = alloc_n<Bindings>(n);
   for (int i = 0; i < n; ++i) all[i] = jobs[i].bindings;
   resolve_bindings(all, n, describe_input, jobs);
   Promised *promised = alloc_n<Promised>(n * core::kMaxBindings);
   int npromised = 0;
+  bool unique_keys = false;
   TimestampTz now = GetCurrentTimestamp();
   for (int i = 0; i < n; ++i) {
     JobInput &j = jobs[i];
@@ -467,31 +519,18 @@ void insert_jobs(JobInput *jobs, int n, HeapTuple *results, MemoryContext out) {
     if (!j.has_ready_at) j.ready_at = now;
     j.scheduled = j.ready_at > now;
     j.parked = !j.scheduled && j.bindings.n > 0 && must_park(j, promised, &npromised);
+    unique_keys = unique_keys || j.unique_key != nullptr;
   }
-  begin_own_insert();
-  uint64 rows = insert_rows(jobs, n);
-  end_own_insert();
-  // RETURNING comes in insertion (id) order; a job skipped as a duplicate
-  // is the one whose unique key does not come next.
-  SPITupleTable *table = SPI_tuptable;
   bool *inserted = alloc_n<bool>(n);
-  uint64 r = 0;
-  for (int i = 0; i < n; ++i) {
-    if (r < rows) {
-      SPI_tuptable = table;
-      char *key = column_text(r, 12);
-      bool match = (jobs[i].unique_key == nullptr) || (key != nullptr && strcmp(key, jobs[i].unique_key) == 0);
-      if (match) {
-        MemoryContext old = MemoryContextSwitchTo(out);
-        results[i] = job_tuple_from_spi(r, 1, false);
-        MemoryContextSwitchTo(old);
-        jobs[i].id = column_int64(r, 1);
-        inserted[i] = true;
-        ++r;
-        continue;
-      }
-    }
-  }
+  begin_own_insert();
+  const char *names[kRowColumnCount];
+  for (int k = 0; k < kRowColumnCount; ++k) names[k] = kRowColumns[k].name;
+  JobInsert *direct = unique_keys ? nullptr : begin_job_insert(names, kRowColumnCount, ZZ_MIN(n, kInsertBatch));
+  if (direct != nullptr)
+    insert_directly(direct, jobs, n, results, inserted, out);
+  else
+    take_returned_rows(jobs, n, insert_rows_by_statement(jobs, n, unique_keys), results, inserted, out);
+  end_own_insert();
   after_insert(jobs, inserted, n);
   for (int i = 0; i < n; ++i) {
     if (inserted[i]) continue;

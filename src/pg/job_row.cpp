@@ -10,10 +10,13 @@ extern "C" {
 
 namespace zizq::pg {
 
-HeapTuple job_tuple_from_spi(uint64 row, int first_col, bool duplicate) {
+namespace {
+
+// The zizq.job type's descriptor, looked up again when the extension has
+// been re-created (the type's OID changes).
+TupleDesc job_desc() {
   static TupleDesc desc = nullptr;
   static Oid desc_type = InvalidOid;
-  // The type's OID changes when the extension is re-created: look it up again.
   Oid nsp = get_namespace_oid("zizq", false);
   Oid type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("job"), ObjectIdGetDatum(nsp));
   if (!OidIsValid(type)) elog(ERROR, "zizq: type zizq.job is missing");
@@ -23,6 +26,13 @@ HeapTuple job_tuple_from_spi(uint64 row, int first_col, bool duplicate) {
     MemoryContextSwitchTo(old);
     desc_type = type;
   }
+  return desc;
+}
+
+}  // namespace
+
+HeapTuple job_tuple_from_spi(uint64 row, int first_col, bool duplicate) {
+  TupleDesc desc = job_desc();
   // The SPI row deformed once: read column by column, each varlena or NULL
   // before a column made finding it a walk from the row's start.
   constexpr int kMaxSpiColumns = 64;
@@ -41,6 +51,36 @@ HeapTuple job_tuple_from_spi(uint64 row, int first_col, bool duplicate) {
   values[kJobColumns] = BoolGetDatum(duplicate);
   nulls[kJobColumns] = false;
   return heap_form_tuple(desc, values, nulls);
+}
+
+void job_columns_of(TupleDesc table, AttrNumber *attnums) {
+  // The names come from ZIZQ_JOB_COLUMNS itself, so the two cannot differ.
+  char names[] = ZIZQ_JOB_COLUMNS;
+  int i = 0;
+  for (char *save = nullptr, *name = strtok_r(names, ", ", &save); name != nullptr;
+       name = strtok_r(nullptr, ", ", &save)) {
+    if (i == kJobColumns) elog(ERROR, "zizq: ZIZQ_JOB_COLUMNS names more than %d columns", kJobColumns);
+    attnums[i] = InvalidAttrNumber;
+    for (int a = 0; a < table->natts; ++a) {
+      Form_pg_attribute att = TupleDescAttr(table, a);
+      if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0) attnums[i] = att->attnum;
+    }
+    if (attnums[i] == InvalidAttrNumber) elog(ERROR, "zizq: zizq._jobs has no column \"%s\"", name);
+    ++i;
+  }
+  if (i != kJobColumns) elog(ERROR, "zizq: ZIZQ_JOB_COLUMNS names %d columns, not %d", i, kJobColumns);
+}
+
+HeapTuple job_tuple_from_row(const Datum *row, const bool *row_nulls, const AttrNumber *attnums, bool duplicate) {
+  Datum values[kJobColumns + 1];
+  bool nulls[kJobColumns + 1];
+  for (int i = 0; i < kJobColumns; ++i) {
+    values[i] = row[attnums[i] - 1];
+    nulls[i] = row_nulls[attnums[i] - 1];
+  }
+  values[kJobColumns] = BoolGetDatum(duplicate);
+  nulls[kJobColumns] = false;
+  return heap_form_tuple(job_desc(), values, nulls);
 }
 
 }  // namespace zizq::pg

@@ -17,4 +17,12 @@ constexpr int kJobColumns = 19;
 // row `row`, formed in the current memory context.
 HeapTuple job_tuple_from_spi(uint64 row, int first_col, bool duplicate);
 
+// Fills attnums[0..18] with the zizq._jobs attribute numbers (in `table`,
+// the table's descriptor) of the zizq.job type's columns.
+void job_columns_of(TupleDesc table, AttrNumber *attnums);
+
+// A zizq.job tuple from the values of a whole zizq._jobs row, with attnums
+// from job_columns_of, formed in the current memory context.
+HeapTuple job_tuple_from_row(const Datum *row, const bool *row_nulls, const AttrNumber *attnums, bool duplicate);
+
 }  // namespace zizq::pg

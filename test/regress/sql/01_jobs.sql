@@ -56,3 +56,85 @@ SELECT count(*) FROM zizq.enqueue_many('[{"queue": "order", "type": "t", "priori
                                           {"queue": "order", "type": "t", "priority": 3},
                                           {"queue": "order", "type": "t", "priority": 2}]');
 SELECT id, priority FROM zizq.dequeue(ARRAY['order'], 10);
+
+-- enqueue_many stores jobs without an INSERT statement, 1,000 rows at a time
+-- (src/pg/job_insert.cpp). 2,500 jobs span three of those batches: every row
+-- comes back in input order with its own id, defaults and payload.
+CREATE TEMP TABLE many AS
+  SELECT row_number() OVER () AS n, j.*
+  FROM zizq.enqueue_many((SELECT jsonb_agg(jsonb_build_object('queue', 'many', 'type', 't', 'payload',
+                                                               jsonb_build_object('i', i)) ORDER BY i)
+                          FROM generate_series(1, 2500) i)) j;
+SELECT count(*) AS returned, count(DISTINCT id) AS ids,
+       bool_and((payload->>'i')::int = n) AS input_order,
+       bool_and(id - n = (SELECT min(id) - 1 FROM many)) AS consecutive_ids,
+       bool_and(status = 'ready' AND attempts = 0 AND priority = 32768 AND NOT duplicate) AS defaults,
+       bool_and(created_at IS NOT NULL) AS created
+  FROM many;
+-- The stored rows are the returned ones, and the transaction sees them.
+SELECT count(*) AS stored_as_returned
+  FROM many m JOIN zizq.jobs j USING (id)
+  WHERE j.payload = m.payload AND j.created_at = m.created_at AND j.status = 'ready';
+-- Their index entries exist: the queue's ready jobs come in order.
+SELECT count(*) AS taken, min((payload->>'i')::int) AS first, max((payload->>'i')::int) AS last
+  FROM zizq.dequeue(ARRAY['many'], 2500);
+-- ... and an index of the user's own gets them too.
+CREATE INDEX jobs_by_i ON zizq._jobs (((payload->>'i')::int)) WHERE queue = 'many-indexed';
+SELECT count(*) FROM zizq.enqueue_many('[{"queue": "many-indexed", "type": "t", "payload": {"i": 1}},
+                                         {"queue": "many-indexed", "type": "t", "payload": {"i": 2}}]');
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT id FROM zizq._jobs WHERE queue = 'many-indexed' AND (payload->>'i')::int = 2;
+SELECT payload FROM zizq._jobs WHERE queue = 'many-indexed' AND (payload->>'i')::int = 2;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+DROP INDEX zizq.jobs_by_i;
+-- The rows reach the table as COPY's do: one WAL record per heap page
+-- (MULTI_INSERT) rather than one per row (INSERT).
+CREATE EXTENSION pg_walinspect;
+CREATE FUNCTION pg_temp.heap_records_since(lsn pg_lsn) RETURNS TABLE (record text, count bigint)
+  LANGUAGE sql AS $$
+  SELECT split_part(record_type, '+', 1), count(*)
+  FROM pg_get_wal_records_info(lsn, pg_current_wal_flush_lsn())
+  WHERE resource_manager LIKE 'Heap%' AND block_ref LIKE '%/' || pg_relation_filenode('zizq._jobs') || ' %'
+  GROUP BY 1 ORDER BY 1
+$$;
+SELECT pg_current_wal_insert_lsn() AS before_many \gset
+SELECT count(*) FROM zizq.enqueue_many('[{"queue": "wal", "type": "t"}, {"queue": "wal", "type": "t"}]');
+SELECT * FROM pg_temp.heap_records_since(:'before_many');
+-- A CHECK constraint on the table holds for these rows too, and a refused
+-- batch stores nothing.
+ALTER TABLE zizq._jobs ADD CONSTRAINT no_forbidden CHECK (type <> 'forbidden');
+SELECT pg_temp.try($$SELECT zizq.enqueue_many('[{"queue": "chk", "type": "fine"}, {"queue": "chk", "type": "forbidden"}]')$$);
+SELECT count(*) AS unchanged FROM zizq.jobs WHERE queue = 'chk';
+ALTER TABLE zizq._jobs DROP CONSTRAINT no_forbidden;
+-- A row trigger on INSERT must fire: with one, the jobs go through an INSERT
+-- statement instead (zizq's own statement trigger, jobs_inserted, does not
+-- count: enqueue does its work).
+CREATE TABLE inserted_log (id bigint);
+CREATE FUNCTION pg_temp.log_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO public.inserted_log VALUES (NEW.id);
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER log_insert AFTER INSERT ON zizq._jobs FOR EACH ROW EXECUTE FUNCTION pg_temp.log_insert();
+SELECT pg_current_wal_insert_lsn() AS before_trg \gset
+SELECT count(*) AS enqueued FROM zizq.enqueue_many('[{"queue": "trg", "type": "t"}, {"queue": "trg", "type": "t"}]');
+SELECT count(*) AS logged FROM inserted_log l JOIN zizq.jobs j USING (id) WHERE j.queue = 'trg';
+SELECT * FROM pg_temp.heap_records_since(:'before_trg');
+DROP TRIGGER log_insert ON zizq._jobs;
+-- So must a statement trigger.
+CREATE FUNCTION pg_temp.log_statement() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO public.inserted_log VALUES (0);
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER log_statement AFTER INSERT ON zizq._jobs FOR EACH STATEMENT
+  EXECUTE FUNCTION pg_temp.log_statement();
+SELECT count(*) AS enqueued FROM zizq.enqueue_many('[{"queue": "trg", "type": "t"}, {"queue": "trg", "type": "t"}]');
+SELECT count(*) AS statements_logged FROM inserted_log WHERE id = 0;
+DROP TRIGGER log_statement ON zizq._jobs;
+DROP TABLE inserted_log;
+DROP EXTENSION pg_walinspect;

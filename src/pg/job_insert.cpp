@@ -1,0 +1,186 @@
+// zizq boundary: new zizq._jobs rows without an INSERT statement (see
+// job_insert.hpp). The steps are those of COPY FROM's multi-insert buffer
+// (src/backend/commands/copyfrom.c), for one table and without triggers.
+#include "pg/job_insert.hpp"
+
+extern "C" {
+#include "access/tableam.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_trigger.h"
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+#include "rewrite/rewriteHandler.h"
+#include "utils/rel.h"
+}
+
+namespace zizq::pg {
+
+struct JobInsert {
+  EState *estate;
+  ResultRelInfo *rri;
+  Relation rel;
+  int ncolumns;
+  AttrNumber *attnums;    // the caller's column k is attribute attnums[k]
+  ExprState **defaults;   // per attribute the caller does not give: its default, or nullptr (NULL)
+  bool *given;            // per attribute
+  TupleDesc slot_desc;    // the table's, not reference-counted
+  TupleTableSlot **slots;
+  int capacity;
+  int used;
+};
+
+namespace {
+
+Oid jobs_relid() {
+  Oid relid = get_relname_relid("_jobs", get_namespace_oid("zizq", false));
+  if (!OidIsValid(relid)) elog(ERROR, "zizq: table zizq._jobs is missing");
+  return relid;
+}
+
+// Triggers on INSERT other than zizq's own jobs_inserted (whose work the
+// caller does) must fire, row or statement ones, a user's audit trigger as
+// much as a foreign key's: such a table takes its rows through an INSERT
+// statement instead.
+bool has_other_insert_triggers(const ResultRelInfo *rri) {
+  const TriggerDesc *desc = rri->ri_TrigDesc;
+  for (int i = 0; desc != nullptr && i < desc->numtriggers; ++i) {
+    const Trigger &t = desc->triggers[i];
+    if (TRIGGER_FOR_INSERT(t.tgtype) && strcmp(t.tgname, "jobs_inserted") != 0) return true;
+  }
+  return false;
+}
+
+AttrNumber attnum_of(TupleDesc desc, const char *name) {
+  for (int a = 0; a < desc->natts; ++a) {
+    Form_pg_attribute att = TupleDescAttr(desc, a);
+    if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0) return att->attnum;
+  }
+  elog(ERROR, "zizq: zizq._jobs has no column \"%s\"", name);
+  pg_unreachable();
+}
+
+// The result relation as the executor sets one up for an INSERT: a range
+// table of one entry, the relation locked and opened, its indexes opened.
+ResultRelInfo *open_result_relation(EState *estate, Oid relid) {
+  LockRelationOid(relid, RowExclusiveLock);
+  RangeTblEntry *rte = makeNode(RangeTblEntry);
+  rte->rtekind = RTE_RELATION;
+  rte->relid = relid;
+  rte->relkind = RELKIND_RELATION;
+  rte->rellockmode = RowExclusiveLock;
+  rte->requiredPerms = ACL_INSERT;
+  ExecInitRangeTable(estate, list_make1(rte));
+  ResultRelInfo *rri = makeNode(ResultRelInfo);
+  ExecInitResultRelation(estate, rri, 1);
+  ExecOpenIndices(rri, false);
+  return rri;
+}
+
+void close_executor_state(EState *estate) {
+  ExecResetTupleTable(estate->es_tupleTable, false);
+  ExecCloseResultRelations(estate);
+  ExecCloseRangeTableRelations(estate);
+  FreeExecutorState(estate);
+}
+
+}  // namespace
+
+JobInsert *begin_job_insert(const char *const *columns, int ncolumns, int capacity) {
+  Oid relid = jobs_relid();
+  EState *estate = CreateExecutorState();
+  MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
+  ResultRelInfo *rri = open_result_relation(estate, relid);
+  if (has_other_insert_triggers(rri)) {
+    MemoryContextSwitchTo(old);
+    close_executor_state(estate);
+    return nullptr;
+  }
+  JobInsert *ins = static_cast<JobInsert *>(palloc0(sizeof(JobInsert)));
+  ins->estate = estate;
+  ins->rri = rri;
+  ins->rel = rri->ri_RelationDesc;
+  TupleDesc desc = RelationGetDescr(ins->rel);
+  ins->ncolumns = ncolumns;
+  ins->attnums = static_cast<AttrNumber *>(palloc(sizeof(AttrNumber) * ncolumns));
+  ins->given = static_cast<bool *>(palloc0(sizeof(bool) * desc->natts));
+  for (int k = 0; k < ncolumns; ++k) {
+    ins->attnums[k] = attnum_of(desc, columns[k]);
+    ins->given[ins->attnums[k] - 1] = true;
+  }
+  ins->defaults = static_cast<ExprState **>(palloc0(sizeof(ExprState *) * desc->natts));
+  for (int a = 0; a < desc->natts; ++a) {
+    if (ins->given[a] || TupleDescAttr(desc, a)->attisdropped) continue;
+    Node *expr = build_column_default(ins->rel, a + 1);
+    if (expr != nullptr) ins->defaults[a] = ExecPrepareExpr(reinterpret_cast<Expr *>(expr), estate);
+  }
+  // Slots of a reference-counted descriptor (the relation's) register
+  // with the resource owner one by one, and forgetting 1,000 of them cost
+  // as much as making their index entries.
+  ins->slot_desc = CreateTupleDescCopy(desc);
+  ins->capacity = capacity;
+  ins->slots = static_cast<TupleTableSlot **>(palloc0(sizeof(TupleTableSlot *) * capacity));
+  MemoryContextSwitchTo(old);
+  return ins;
+}
+
+TupleDesc job_insert_desc(const JobInsert *ins) { return RelationGetDescr(ins->rel); }
+
+bool job_insert_full(const JobInsert *ins) { return ins->used == ins->capacity; }
+
+void add_job_row(JobInsert *ins, const Datum *values, const bool *nulls) {
+  if (job_insert_full(ins)) elog(ERROR, "zizq: add_job_row on a full buffer");
+  if (ins->slots[ins->used] == nullptr) {
+    MemoryContext old = MemoryContextSwitchTo(ins->estate->es_query_cxt);
+    ins->slots[ins->used] = MakeSingleTupleTableSlot(ins->slot_desc, table_slot_callbacks(ins->rel));
+    MemoryContextSwitchTo(old);
+  }
+  TupleTableSlot *slot = ins->slots[ins->used];
+  ExecClearTuple(slot);
+  int natts = slot->tts_tupleDescriptor->natts;
+  // Defaults are evaluated in the per-tuple context, which lives until the
+  // flush has stored the rows (table_multi_insert copies them).
+  ExprContext *econtext = GetPerTupleExprContext(ins->estate);
+  for (int a = 0; a < natts; ++a) {
+    slot->tts_isnull[a] = true;
+    if (ins->defaults[a] != nullptr) slot->tts_values[a] = ExecEvalExpr(ins->defaults[a], econtext, &slot->tts_isnull[a]);
+  }
+  for (int k = 0; k < ins->ncolumns; ++k) {
+    slot->tts_values[ins->attnums[k] - 1] = values[k];
+    slot->tts_isnull[ins->attnums[k] - 1] = nulls[k];
+  }
+  ExecStoreVirtualTuple(slot);
+  slot->tts_tableOid = RelationGetRelid(ins->rel);
+  if (ins->rel->rd_att->constr != nullptr) ExecConstraints(ins->rri, slot, ins->estate);
+  ++ins->used;
+}
+
+int flush_job_rows(JobInsert *ins) {
+  int n = ins->used;
+  if (n == 0) return 0;
+  EState *estate = ins->estate;
+  // table_multi_insert may leak into the current context: use the
+  // per-tuple one, reset once the rows are stored.
+  MemoryContext old = MemoryContextSwitchTo(GetPerTupleMemoryContext(estate));
+  table_multi_insert(ins->rel, ins->slots, n, GetCurrentCommandId(true), 0, nullptr);
+  MemoryContextSwitchTo(old);
+  for (int i = 0; i < n; ++i) {
+    ResetPerTupleExprContext(estate);
+    if (ins->rri->ri_NumIndices > 0)
+      list_free(ExecInsertIndexTuples(ins->rri, ins->slots[i], estate, false, false, nullptr, NIL));
+  }
+  ResetPerTupleExprContext(estate);
+  for (int i = 0; i < n; ++i) slot_getallattrs(ins->slots[i]);
+  ins->used = 0;
+  return n;
+}
+
+TupleTableSlot *job_insert_row(const JobInsert *ins, int i) { return ins->slots[i]; }
+
+void end_job_insert(JobInsert *ins) {
+  for (int i = 0; i < ins->capacity && ins->slots[i] != nullptr; ++i) ExecDropSingleTupleTableSlot(ins->slots[i]);
+  close_executor_state(ins->estate);
+  // Later commands of the transaction (and of this function) see the rows.
+  CommandCounterIncrement();
+}
+
+}  // namespace zizq::pg
