@@ -302,12 +302,6 @@ constexpr RowColumn kRowColumns[] = {
     {"parked", BOOLOID},         {"enqueued_by", OIDOID}};
 constexpr int kRowColumnCount = sizeof kRowColumns / sizeof kRowColumns[0];
 
-Datum int4_array(const int32 *values, int n) {
-  Datum *elems = alloc_n<Datum>(n);
-  for (int i = 0; i < n; ++i) elems[i] = Int32GetDatum(values[i]);
-  return PointerGetDatum(construct_array(elems, n, INT4OID, 4, true, TYPALIGN_INT));
-}
-
 // Job j's row: values[k] and nulls[k] for kRowColumns[k].
 void row_values(const JobInput &j, Oid enqueued_by, Datum *values, bool *nulls) {
   auto text = [](const char *s) { return s == nullptr ? Datum(0) : CStringGetTextDatum(s); };
@@ -340,8 +334,9 @@ void row_values(const JobInput &j, Oid enqueued_by, Datum *values, bool *nulls) 
 }
 
 // ---- insert through an INSERT statement -----------------------------------------
-// For jobs with unique keys (ON CONFLICT) and for a table with row triggers
-// on INSERT: INSERT ... SELECT FROM unnest of one array per column.
+// For jobs with unique keys (ON CONFLICT) and while the table has INSERT
+// triggers besides zizq's own (see job_insert.hpp): INSERT ... SELECT FROM
+// unnest of one array per column.
 // budget_ids and budget_costs travel as text (arrays of arrays cannot be
 // ragged) and are cast back.
 
@@ -370,10 +365,7 @@ SPIPlanPtr insert_plan(bool unique_keys) {
   if (slot != nullptr) return slot;
   Oid types[kRowColumnCount];
   for (int k = 0; k < kRowColumnCount; ++k) types[k] = get_array_type(spi_element_type(kRowColumns[k].type));
-  SPIPlanPtr plan = SPI_prepare_cursor(insert_sql(unique_keys), kRowColumnCount, types, CURSOR_OPT_GENERIC_PLAN);
-  if (plan == nullptr) elog(ERROR, "zizq: SPI_prepare failed (%s)", SPI_result_code_string(SPI_result));
-  SPI_keepplan(plan);
-  return slot = plan;
+  return prepared(slot, insert_sql(unique_keys), types, kRowColumnCount);
 }
 
 uint64 insert_rows_by_statement(JobInput *jobs, int n, bool unique_keys) {

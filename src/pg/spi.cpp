@@ -3,18 +3,19 @@
 
 namespace zizq::pg {
 
-SPIPlanPtr prepared(SPIPlanPtr &slot, const char *sql, std::initializer_list<Oid> types) {
+SPIPlanPtr prepared(SPIPlanPtr &slot, const char *sql, const Oid *types, int ntypes) {
   if (slot != nullptr) return slot;
-  Oid argtypes[16];
-  int n = 0;
-  for (Oid t : types) argtypes[n++] = t;
   // Generic plans: the statements are fixed, their parameters do not change
   // the best plan, and re-planning each call would cost more than running.
-  SPIPlanPtr plan = SPI_prepare_cursor(sql, n, argtypes, CURSOR_OPT_GENERIC_PLAN);
+  SPIPlanPtr plan = SPI_prepare_cursor(sql, ntypes, const_cast<Oid *>(types), CURSOR_OPT_GENERIC_PLAN);
   if (plan == nullptr) elog(ERROR, "zizq: SPI_prepare failed (%s): %s", SPI_result_code_string(SPI_result), sql);
   SPI_keepplan(plan);
   slot = plan;
   return slot;
+}
+
+SPIPlanPtr prepared(SPIPlanPtr &slot, const char *sql, std::initializer_list<Oid> types) {
+  return prepared(slot, sql, types.begin(), static_cast<int>(types.size()));
 }
 
 void plan_now(SPIPlanPtr plan) {

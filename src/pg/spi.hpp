@@ -11,6 +11,7 @@ namespace zizq::pg {
 // Prepares `sql` once per backend (the plan cache re-plans it when the
 // tables change) and returns it.
 SPIPlanPtr prepared(SPIPlanPtr &slot, const char *sql, std::initializer_list<Oid> types);
+SPIPlanPtr prepared(SPIPlanPtr &slot, const char *sql, const Oid *types, int ntypes);
 
 // Builds a prepared statement's plan now rather than at its first run
 // (the first run of a statement in a backend costs a few milliseconds).
