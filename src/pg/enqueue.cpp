@@ -491,6 +491,15 @@ void take_returned_rows(JobInput *jobs, int n, uint64 rows, HeapTuple *results, 
     inserted[i] = true;
     ++r;
   }
+  // A job without a unique key is always stored, unless a BEFORE trigger
+  // on zizq._jobs skipped its row: then rows and jobs no longer pair up.
+  bool all_paired = r == rows;
+  for (int i = 0; i < n && all_paired; ++i) all_paired = inserted[i] || jobs[i].unique_key != nullptr;
+  if (!all_paired)
+    ereport(ERROR, (errcode(ERRCODE_TRIGGERED_ACTION_EXCEPTION),
+                    errmsg("a trigger on zizq._jobs skipped rows of this enqueue: %d of its %d jobs were stored",
+                           static_cast<int>(rows), n),
+                    errhint("INSERT triggers on zizq._jobs must store every job (return NEW)")));
 }
 
 // Inserts the jobs; results[i] gets job i's row (inserted, or the existing

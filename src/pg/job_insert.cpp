@@ -10,6 +10,8 @@ extern "C" {
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "rewrite/rewriteHandler.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/rel.h"
 }
 
@@ -22,7 +24,6 @@ struct JobInsert {
   int ncolumns;
   AttrNumber *attnums;    // the caller's column k is attribute attnums[k]
   ExprState **defaults;   // per attribute the caller does not give: its default, or nullptr (NULL)
-  bool *given;            // per attribute
   TupleDesc slot_desc;    // the table's, not reference-counted
   TupleTableSlot **slots;
   int capacity;
@@ -39,8 +40,7 @@ Oid jobs_relid() {
 
 // Triggers on INSERT other than zizq's own jobs_inserted (whose work the
 // caller does) must fire, row or statement ones, a user's audit trigger as
-// much as a foreign key's: such a table takes its rows through an INSERT
-// statement instead.
+// much as a foreign key's.
 bool has_other_insert_triggers(const ResultRelInfo *rri) {
   const TriggerDesc *desc = rri->ri_TrigDesc;
   for (int i = 0; desc != nullptr && i < desc->numtriggers; ++i) {
@@ -48,6 +48,24 @@ bool has_other_insert_triggers(const ResultRelInfo *rri) {
     if (TRIGGER_FOR_INSERT(t.tgtype) && strcmp(t.tgname, "jobs_inserted") != 0) return true;
   }
   return false;
+}
+
+// Whether rows built here would be stored as an INSERT would store them.
+// Not when something a user added to the table acts on an INSERT: a
+// trigger, a rule, forced row security, a stored generated column (its
+// expression reads the row), or a column of a domain type left to its
+// default (the planner would coerce the NULL through the domain's checks).
+// Such a table takes its rows through an INSERT statement instead.
+bool stored_as_an_insert_would(const ResultRelInfo *rri, const bool *given) {
+  Relation rel = rri->ri_RelationDesc;
+  if (has_other_insert_triggers(rri) || rel->rd_rules != nullptr || rel->rd_rel->relforcerowsecurity) return false;
+  TupleDesc desc = RelationGetDescr(rel);
+  if (desc->constr != nullptr && desc->constr->has_generated_stored) return false;
+  for (int a = 0; a < desc->natts; ++a) {
+    Form_pg_attribute att = TupleDescAttr(desc, a);
+    if (!given[a] && !att->attisdropped && get_typtype(att->atttypid) == TYPTYPE_DOMAIN) return false;
+  }
+  return true;
 }
 
 AttrNumber attnum_of(TupleDesc desc, const char *name) {
@@ -83,14 +101,43 @@ void close_executor_state(EState *estate) {
   FreeExecutorState(estate);
 }
 
+// attnums[k] is columns[k]'s attribute; given[a]: attribute a+1 is one of them.
+void find_columns(TupleDesc desc, const char *const *columns, int ncolumns, AttrNumber *attnums, bool *given) {
+  for (int k = 0; k < ncolumns; ++k) {
+    attnums[k] = attnum_of(desc, columns[k]);
+    given[attnums[k] - 1] = true;
+  }
+}
+
+// The default of every attribute the caller does not give (nullptr: none).
+ExprState **prepare_defaults(Relation rel, const bool *given, EState *estate) {
+  TupleDesc desc = RelationGetDescr(rel);
+  ExprState **defaults = static_cast<ExprState **>(palloc0(sizeof(ExprState *) * desc->natts));
+  for (int a = 0; a < desc->natts; ++a) {
+    if (given[a] || TupleDescAttr(desc, a)->attisdropped) continue;
+    Node *expr = build_column_default(rel, a + 1);
+    if (expr != nullptr) defaults[a] = ExecPrepareExpr(reinterpret_cast<Expr *>(expr), estate);
+  }
+  return defaults;
+}
+
 }  // namespace
 
 JobInsert *begin_job_insert(const char *const *columns, int ncolumns, int capacity) {
+  // What an INSERT statement checks before it runs.
+  PreventCommandIfReadOnly("INSERT");
+  PreventCommandDuringRecovery("INSERT");
   Oid relid = jobs_relid();
+  AclResult acl = pg_class_aclcheck(relid, GetUserId(), ACL_INSERT);
+  if (acl != ACLCHECK_OK) aclcheck_error(acl, OBJECT_TABLE, get_rel_name(relid));
   EState *estate = CreateExecutorState();
   MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
   ResultRelInfo *rri = open_result_relation(estate, relid);
-  if (has_other_insert_triggers(rri)) {
+  TupleDesc desc = RelationGetDescr(rri->ri_RelationDesc);
+  bool *given = static_cast<bool *>(palloc0(sizeof(bool) * desc->natts));
+  AttrNumber *attnums = static_cast<AttrNumber *>(palloc(sizeof(AttrNumber) * ncolumns));
+  find_columns(desc, columns, ncolumns, attnums, given);
+  if (!stored_as_an_insert_would(rri, given)) {
     MemoryContextSwitchTo(old);
     close_executor_state(estate);
     return nullptr;
@@ -99,20 +146,9 @@ JobInsert *begin_job_insert(const char *const *columns, int ncolumns, int capaci
   ins->estate = estate;
   ins->rri = rri;
   ins->rel = rri->ri_RelationDesc;
-  TupleDesc desc = RelationGetDescr(ins->rel);
   ins->ncolumns = ncolumns;
-  ins->attnums = static_cast<AttrNumber *>(palloc(sizeof(AttrNumber) * ncolumns));
-  ins->given = static_cast<bool *>(palloc0(sizeof(bool) * desc->natts));
-  for (int k = 0; k < ncolumns; ++k) {
-    ins->attnums[k] = attnum_of(desc, columns[k]);
-    ins->given[ins->attnums[k] - 1] = true;
-  }
-  ins->defaults = static_cast<ExprState **>(palloc0(sizeof(ExprState *) * desc->natts));
-  for (int a = 0; a < desc->natts; ++a) {
-    if (ins->given[a] || TupleDescAttr(desc, a)->attisdropped) continue;
-    Node *expr = build_column_default(ins->rel, a + 1);
-    if (expr != nullptr) ins->defaults[a] = ExecPrepareExpr(reinterpret_cast<Expr *>(expr), estate);
-  }
+  ins->attnums = attnums;
+  ins->defaults = prepare_defaults(ins->rel, given, estate);
   // Slots of a reference-counted descriptor (the relation's) register
   // with the resource owner one by one, and forgetting 1,000 of them cost
   // as much as making their index entries.
@@ -142,7 +178,8 @@ void add_job_row(JobInsert *ins, const Datum *values, const bool *nulls) {
   ExprContext *econtext = GetPerTupleExprContext(ins->estate);
   for (int a = 0; a < natts; ++a) {
     slot->tts_isnull[a] = true;
-    if (ins->defaults[a] != nullptr) slot->tts_values[a] = ExecEvalExpr(ins->defaults[a], econtext, &slot->tts_isnull[a]);
+    if (ins->defaults[a] != nullptr)
+      slot->tts_values[a] = ExecEvalExprSwitchContext(ins->defaults[a], econtext, &slot->tts_isnull[a]);
   }
   for (int k = 0; k < ins->ncolumns; ++k) {
     slot->tts_values[ins->attnums[k] - 1] = values[k];

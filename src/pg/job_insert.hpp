@@ -15,8 +15,10 @@
 // Not for rows that may meet a unique key already taken: those need
 // INSERT ... ON CONFLICT's speculative insertion. No trigger fires: the
 // caller does what the jobs_inserted trigger would, and begin_job_insert
-// declines (returns nullptr) when the table has other INSERT triggers. The
-// rows are visible to the transaction's next command.
+// declines (returns nullptr) when something added to the table acts on an
+// INSERT: another trigger, a rule, forced row security, a stored generated
+// column, a domain-typed column left to its default. The rows are visible
+// to the transaction's next command.
 #pragma once
 
 #include "pg/pg.hpp"
@@ -26,8 +28,9 @@ namespace zizq::pg {
 struct JobInsert;
 
 // Opens zizq._jobs for rows that give `columns` (names), buffering up to
-// `capacity` rows between flushes; nullptr if INSERT triggers other than
-// zizq's own must fire (the caller then uses an INSERT statement).
+// `capacity` rows between flushes; nullptr when the table needs an INSERT
+// statement (above). Raises what an INSERT would in a read-only
+// transaction, during recovery or without the INSERT privilege.
 JobInsert *begin_job_insert(const char *const *columns, int ncolumns, int capacity);
 
 // The table's descriptor (for job_columns_of).

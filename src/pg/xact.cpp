@@ -470,10 +470,11 @@ void on_xact(XactEvent event, void *) {
 void on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *) {
   // A take statement that failed, claims made or not.
   if (event == SUBXACT_EVENT_ABORT_SUB && shared != nullptr) abort_live_raises();
+  // An enqueue whose insert failed, whether or not it had queued ops.
+  if (event == SUBXACT_EVENT_ABORT_SUB) end_own_insert();
   if (nops == 0) return;
   int level = GetCurrentTransactionNestLevel();
   if (event == SUBXACT_EVENT_ABORT_SUB) {
-    end_own_insert();  // an enqueue whose INSERT failed
     int keep = 0;
     // Ops of the aborted level and deeper sit at the end of the list.
     while (keep < nops && ops[keep].nest < level) ++keep;

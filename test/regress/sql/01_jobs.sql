@@ -107,6 +107,15 @@ SELECT * FROM pg_temp.heap_records_since(:'before_many');
 ALTER TABLE zizq._jobs ADD CONSTRAINT no_forbidden CHECK (type <> 'forbidden');
 SELECT pg_temp.try($$SELECT zizq.enqueue_many('[{"queue": "chk", "type": "fine"}, {"queue": "chk", "type": "forbidden"}]')$$);
 SELECT count(*) AS unchanged FROM zizq.jobs WHERE queue = 'chk';
+-- An enqueue that failed that way inside a subtransaction does not stop a
+-- later INSERT of the transaction from bringing the queue's scan floor down
+-- (the job would stay hidden from dequeues of its queue).
+SELECT count(*) AS none_yet FROM zizq.dequeue(ARRAY['chk']);
+BEGIN;
+SELECT pg_temp.try($$SELECT zizq.enqueue('chk', 'forbidden')$$);
+INSERT INTO zizq._jobs (queue, type, status, ready_at) VALUES ('chk', 'inserted', 'ready', now());
+COMMIT;
+SELECT type FROM zizq.dequeue(ARRAY['chk']);
 ALTER TABLE zizq._jobs DROP CONSTRAINT no_forbidden;
 -- A row trigger on INSERT must fire: with one, the jobs go through an INSERT
 -- statement instead (zizq's own statement trigger, jobs_inserted, does not
@@ -137,4 +146,24 @@ SELECT count(*) AS enqueued FROM zizq.enqueue_many('[{"queue": "trg", "type": "t
 SELECT count(*) AS statements_logged FROM inserted_log WHERE id = 0;
 DROP TRIGGER log_statement ON zizq._jobs;
 DROP TABLE inserted_log;
+-- A BEFORE trigger that skips a job's row fails the whole enqueue.
+CREATE FUNCTION pg_temp.skip_odd() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN CASE WHEN NEW.type = 'odd' THEN NULL ELSE NEW END;
+END
+$$;
+CREATE TRIGGER skip_odd BEFORE INSERT ON zizq._jobs FOR EACH ROW EXECUTE FUNCTION pg_temp.skip_odd();
+SELECT pg_temp.try($$SELECT zizq.enqueue_many('[{"queue": "skip", "type": "odd"}, {"queue": "skip", "type": "even"}]')$$);
+SELECT count(*) AS unchanged FROM zizq.jobs WHERE queue = 'skip';
+DROP TRIGGER skip_odd ON zizq._jobs;
+-- A stored generated column takes the INSERT statement too (its expression
+-- reads the row).
+ALTER TABLE zizq._jobs ADD COLUMN customer text GENERATED ALWAYS AS (payload->>'customer') STORED;
+SELECT count(*) AS enqueued FROM zizq.enqueue_many('[{"queue": "gen", "type": "t", "payload": {"customer": "acme"}}]');
+SELECT customer FROM zizq._jobs WHERE queue = 'gen';
+ALTER TABLE zizq._jobs DROP COLUMN customer;
 DROP EXTENSION pg_walinspect;
+-- A read-only transaction refuses an enqueue as it refuses an INSERT.
+BEGIN READ ONLY;
+SELECT pg_temp.try($$SELECT zizq.enqueue('ro', 't')$$);
+ROLLBACK;
