@@ -2,6 +2,7 @@
 // job_insert.hpp). The steps are those of COPY FROM's multi-insert buffer
 // (src/backend/commands/copyfrom.c), for one table and without triggers.
 #include "pg/job_insert.hpp"
+#include "pg/job_row.hpp"
 
 extern "C" {
 #include "access/tableam.h"
@@ -68,15 +69,6 @@ bool stored_as_an_insert_would(const ResultRelInfo *rri, const bool *given) {
   return true;
 }
 
-AttrNumber attnum_of(TupleDesc desc, const char *name) {
-  for (int a = 0; a < desc->natts; ++a) {
-    Form_pg_attribute att = TupleDescAttr(desc, a);
-    if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0) return att->attnum;
-  }
-  elog(ERROR, "zizq: zizq._jobs has no column \"%s\"", name);
-  pg_unreachable();
-}
-
 // The result relation as the executor sets one up for an INSERT: a range
 // table of one entry, the relation locked and opened, its indexes opened.
 ResultRelInfo *open_result_relation(EState *estate, Oid relid) {
@@ -104,7 +96,7 @@ void close_executor_state(EState *estate) {
 // attnums[k] is columns[k]'s attribute; given[a]: attribute a+1 is one of them.
 void find_columns(TupleDesc desc, const char *const *columns, int ncolumns, AttrNumber *attnums, bool *given) {
   for (int k = 0; k < ncolumns; ++k) {
-    attnums[k] = attnum_of(desc, columns[k]);
+    attnums[k] = job_column(desc, columns[k]);
     given[attnums[k] - 1] = true;
   }
 }

@@ -53,6 +53,12 @@ HeapTuple job_tuple_from_spi(uint64 row, int first_col, bool duplicate) {
   return heap_form_tuple(desc, values, nulls);
 }
 
+AttrNumber job_column(TupleDesc table, const char *name) {
+  int attnum = SPI_fnumber(table, name);
+  if (attnum <= 0) elog(ERROR, "zizq: zizq._jobs has no column \"%s\"", name);
+  return static_cast<AttrNumber>(attnum);
+}
+
 void job_columns_of(TupleDesc table, AttrNumber *attnums) {
   // The names come from ZIZQ_JOB_COLUMNS itself, so the two cannot differ.
   char names[] = ZIZQ_JOB_COLUMNS;
@@ -60,13 +66,7 @@ void job_columns_of(TupleDesc table, AttrNumber *attnums) {
   for (char *save = nullptr, *name = strtok_r(names, ", ", &save); name != nullptr;
        name = strtok_r(nullptr, ", ", &save)) {
     if (i == kJobColumns) elog(ERROR, "zizq: ZIZQ_JOB_COLUMNS names more than %d columns", kJobColumns);
-    attnums[i] = InvalidAttrNumber;
-    for (int a = 0; a < table->natts; ++a) {
-      Form_pg_attribute att = TupleDescAttr(table, a);
-      if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0) attnums[i] = att->attnum;
-    }
-    if (attnums[i] == InvalidAttrNumber) elog(ERROR, "zizq: zizq._jobs has no column \"%s\"", name);
-    ++i;
+    attnums[i++] = job_column(table, name);
   }
   if (i != kJobColumns) elog(ERROR, "zizq: ZIZQ_JOB_COLUMNS names %d columns, not %d", i, kJobColumns);
 }

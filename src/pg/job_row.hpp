@@ -17,6 +17,10 @@ constexpr int kJobColumns = 19;
 // row `row`, formed in the current memory context.
 HeapTuple job_tuple_from_spi(uint64 row, int first_col, bool duplicate);
 
+// The attribute number of zizq._jobs column `name` in `table`, the
+// table's descriptor; raises if there is none.
+AttrNumber job_column(TupleDesc table, const char *name);
+
 // Fills attnums[0..18] with the zizq._jobs attribute numbers (in `table`,
 // the table's descriptor) of the zizq.job type's columns.
 void job_columns_of(TupleDesc table, AttrNumber *attnums);
