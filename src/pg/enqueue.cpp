@@ -526,7 +526,8 @@ void insert_jobs(JobInput *jobs, int n, HeapTuple *results, MemoryContext out) {
   begin_own_insert();
   const char *names[kRowColumnCount];
   for (int k = 0; k < kRowColumnCount; ++k) names[k] = kRowColumns[k].name;
-  JobInsert *direct = unique_keys ? nullptr : begin_job_insert(names, kRowColumnCount, ZZ_MIN(n, kInsertBatch));
+  bool by_statement = unique_keys || !guc_direct_enqueue;
+  JobInsert *direct = by_statement ? nullptr : begin_job_insert(names, kRowColumnCount, ZZ_MIN(n, kInsertBatch));
   if (direct != nullptr)
     insert_directly(direct, jobs, n, results, inserted, out);
   else

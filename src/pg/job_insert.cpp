@@ -86,6 +86,17 @@ ResultRelInfo *open_result_relation(EState *estate, Oid relid) {
   return rri;
 }
 
+// The INSERT privilege on the columns given, checked as an INSERT
+// statement and COPY FROM check it: through ExecCheckRTPerms, whose hook
+// lets a security or audit module (sepgsql, pgaudit's object and session
+// logging) see this insert as it sees the statement's.
+void check_insert_permission(EState *estate, const AttrNumber *attnums, int ncolumns) {
+  RangeTblEntry *rte = exec_rt_fetch(1, estate);
+  for (int k = 0; k < ncolumns; ++k)
+    rte->insertedCols = bms_add_member(rte->insertedCols, attnums[k] - FirstLowInvalidHeapAttributeNumber);
+  ExecCheckRTPerms(estate->es_range_table, true);
+}
+
 void close_executor_state(EState *estate) {
   ExecResetTupleTable(estate->es_tupleTable, false);
   ExecCloseResultRelations(estate);
@@ -119,16 +130,14 @@ JobInsert *begin_job_insert(const char *const *columns, int ncolumns, int capaci
   // What an INSERT statement checks before it runs.
   PreventCommandIfReadOnly("INSERT");
   PreventCommandDuringRecovery("INSERT");
-  Oid relid = jobs_relid();
-  AclResult acl = pg_class_aclcheck(relid, GetUserId(), ACL_INSERT);
-  if (acl != ACLCHECK_OK) aclcheck_error(acl, OBJECT_TABLE, get_rel_name(relid));
   EState *estate = CreateExecutorState();
   MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
-  ResultRelInfo *rri = open_result_relation(estate, relid);
+  ResultRelInfo *rri = open_result_relation(estate, jobs_relid());
   TupleDesc desc = RelationGetDescr(rri->ri_RelationDesc);
   bool *given = static_cast<bool *>(palloc0(sizeof(bool) * desc->natts));
   AttrNumber *attnums = static_cast<AttrNumber *>(palloc(sizeof(AttrNumber) * ncolumns));
   find_columns(desc, columns, ncolumns, attnums, given);
+  check_insert_permission(estate, attnums, ncolumns);
   if (!stored_as_an_insert_would(rri, given)) {
     MemoryContextSwitchTo(old);
     close_executor_state(estate);

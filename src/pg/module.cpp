@@ -25,6 +25,7 @@ int guc_backoff_base_ms = 15000;
 double guc_backoff_exponent = 4;
 int guc_backoff_jitter_ms = 30000;
 int guc_completed_retention_ms = 0;
+bool guc_direct_enqueue = true;
 int guc_dead_retention_ms = 7 * 24 * 3600 * 1000;
 int guc_dispatch_grace_ms = 5;
 bool guc_fixed_malloc_thresholds = true;
@@ -78,6 +79,10 @@ void define_gucs() {
   DefineCustomBoolVariable("zizq.fixed_malloc_thresholds", "Keeps freed memory of statements in the heap.",
                            "Fixes glibc's mmap and trim thresholds in every server process (see module.cpp).",
                            &guc_fixed_malloc_thresholds, true, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+  DefineCustomBoolVariable("zizq.direct_enqueue", "Stores enqueued jobs as COPY FROM does, without an INSERT statement.",
+                           "Off: every enqueue runs an INSERT statement, which executor hooks see (pgaudit's "
+                           "session log, pg_stat_statements with track = all, auto_explain).",
+                           &guc_direct_enqueue, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
   MarkGUCPrefixReserved("zizq");
 }
 

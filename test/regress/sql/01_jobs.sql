@@ -102,6 +102,13 @@ $$;
 SELECT pg_current_wal_insert_lsn() AS before_many \gset
 SELECT count(*) FROM zizq.enqueue_many('[{"queue": "wal", "type": "t"}, {"queue": "wal", "type": "t"}]');
 SELECT * FROM pg_temp.heap_records_since(:'before_many');
+-- zizq.direct_enqueue = off: an INSERT statement, which executor hooks see
+-- (pgaudit's session log, pg_stat_statements with track = all).
+SET zizq.direct_enqueue = off;
+SELECT pg_current_wal_insert_lsn() AS before_statement \gset
+SELECT count(*) FROM zizq.enqueue_many('[{"queue": "wal", "type": "t"}, {"queue": "wal", "type": "t"}]');
+SELECT * FROM pg_temp.heap_records_since(:'before_statement');
+RESET zizq.direct_enqueue;
 -- A CHECK constraint on the table holds for these rows too, and a refused
 -- batch stores nothing.
 ALTER TABLE zizq._jobs ADD CONSTRAINT no_forbidden CHECK (type <> 'forbidden');

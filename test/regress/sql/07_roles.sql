@@ -22,7 +22,10 @@ SELECT pg_temp.try(sql) FROM (VALUES
   ($$SELECT zizq.reset()$$),
   ($$SELECT * FROM zizq.budget_state$$),
   ($$INSERT INTO zizq._jobs (queue, type, status, ready_at) VALUES ('x', 'y', 'ready', now())$$),
-  ($$UPDATE zizq._jobs SET priority = 0$$)
+  ($$UPDATE zizq._jobs SET priority = 0$$),
+  -- An audit setup that turned it off (so that enqueues run an INSERT
+  -- statement) cannot be undone by the roles it audits.
+  ($$SET zizq.direct_enqueue = on$$)
 ) AS t(sql);
 RESET ROLE;
 
