@@ -91,35 +91,41 @@ CREATE TABLE zizq.budgets (
 
 CREATE SEQUENCE zizq.job_id_seq;
 
--- One row per job. The public face is the view zizq.jobs; the columns after
--- `budgets` are the dispatcher's bookkeeping.
+-- One row per job. The public face is the view zizq.jobs. The columns come
+-- in the order dispatch reads them: PostgreSQL finds a column past a
+-- variable-width or NULL one by walking the row from its start, and every
+-- take and release compares each indexed column of the old and new row
+-- (heap_update) and reads the bindings (triggers, the claim filter). Fixed
+-- width NOT NULL columns first (their offsets are cached), then status,
+-- queue and the bindings, then the dispatcher's bookkeeping, then what only
+-- workers and users read.
 CREATE TABLE zizq._jobs (
   id bigint PRIMARY KEY DEFAULT pg_catalog.nextval('zizq.job_id_seq'),
+  priority integer NOT NULL DEFAULT 32768,
+  attempts integer NOT NULL DEFAULT 0,
+  ready_at timestamptz NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+  parked boolean NOT NULL DEFAULT false,  -- held in its budgets' lines
+  status text NOT NULL,
   queue text NOT NULL,
+  budget_ids integer[],         -- the bindings by budget id, for dispatch
+  budget_costs integer[],
+  session_id bigint,            -- owner of an in-flight job without a lease
+  lease_until timestamptz,
+  lease_ms bigint,              -- the lease a heartbeat renews
+  purge_at timestamptz,         -- terminal jobs: when retention ends
+  unique_hold text,             -- unique_key while the job holds it
+  budgets jsonb,                -- [{"key": .., "cost": ..}], NULL when none
   type text NOT NULL,
   payload jsonb NOT NULL DEFAULT '{}',
-  priority integer NOT NULL DEFAULT 32768,
-  status text NOT NULL,
-  ready_at timestamptz NOT NULL,
-  attempts integer NOT NULL DEFAULT 0,
   retry_limit integer,
   backoff jsonb,
   retention jsonb,
   unique_key text,
   unique_while text,
-  created_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
   dequeued_at timestamptz,
   failed_at timestamptz,
   completed_at timestamptz,
-  lease_until timestamptz,
-  budgets jsonb,                -- [{"key": .., "cost": ..}], NULL when none
-  budget_ids integer[],         -- the same bindings by budget id, for dispatch
-  budget_costs integer[],
-  parked boolean NOT NULL DEFAULT false,  -- held in its budgets' lines
-  session_id bigint,            -- owner of an in-flight job without a lease
-  lease_ms bigint,              -- the lease a heartbeat renews
-  purge_at timestamptz,         -- terminal jobs: when retention ends
-  unique_hold text,             -- unique_key while the job holds it
   enqueued_by oid               -- the role that enqueued (row security)
 );
 
