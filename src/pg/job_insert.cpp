@@ -88,8 +88,9 @@ ResultRelInfo *open_result_relation(EState *estate, Oid relid) {
 
 // The INSERT privilege on the columns given, checked as an INSERT
 // statement and COPY FROM check it: through ExecCheckRTPerms, whose hook
-// lets a security or audit module (sepgsql, pgaudit's object and session
-// logging) see this insert as it sees the statement's.
+// lets a security or audit module (sepgsql, pgaudit's object log) see this
+// insert as it sees the statement's. Hooks of the executor's start do not
+// run (zizq.direct_enqueue = off gives them the statement).
 void check_insert_permission(EState *estate, const AttrNumber *attnums, int ncolumns) {
   RangeTblEntry *rte = exec_rt_fetch(1, estate);
   for (int k = 0; k < ncolumns; ++k)
