@@ -80,8 +80,8 @@ void define_gucs() {
                            "Fixes glibc's mmap and trim thresholds in every server process (see module.cpp).",
                            &guc_fixed_malloc_thresholds, true, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
   DefineCustomBoolVariable("zizq.direct_enqueue", "Stores enqueued jobs as COPY FROM does, without an INSERT statement.",
-                           "Off: every enqueue runs an INSERT statement, which executor hooks see (pgaudit's "
-                           "session log, pg_stat_statements with track = all, auto_explain).",
+                           "Off: every enqueue runs an INSERT statement, which executor hooks see (pgaudit, "
+                           "pg_stat_statements with track = all, auto_explain).",
                            &guc_direct_enqueue, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
   MarkGUCPrefixReserved("zizq");
 }
