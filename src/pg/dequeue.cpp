@@ -807,8 +807,6 @@ int settle_taken(Cand *cands, int n, const bool *taken) {
   return kept;
 }
 
-// Refused budgeted jobs go to the dispatcher to be parked; stale offers are
-// withdrawn and their budgets re-evaluated.
 // A refused budgeted job goes to the dispatcher to be parked (budget_lock
 // held exclusively). Not handed over (the requests are full): it stays in
 // the stream, and its budgets are marked starved.
@@ -821,6 +819,8 @@ void mark_lines_dirty(const core::Binding *bindings, int n) {
     if (BudgetEntry *b = find_budget(bindings[k].budget)) mark_dirty(b);
 }
 
+// Refused budgeted jobs go to the dispatcher to be parked; stale offers are
+// withdrawn and their budgets re-evaluated.
 void hand_back(const Cand *refused, int n) {
   if (n == 0) return;
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
