@@ -6,7 +6,7 @@
 // Usage: zizq_bench <scenario> [--n N] [--workers W] [--producers P]
 //                   [--batch B] [--seconds S] [--job-ms MS] [--limit L]
 //                   [--rate R] [--budgets K] [--parked N]
-//                   [--statements prepared|simple]
+//                   [--statements prepared|simple] [--hold-snapshot on|off]
 // Connection from PGHOST/PGPORT/PGUSER/PGDATABASE.
 //
 // The workers' and producers' calls in the timed loops are statements
@@ -22,7 +22,9 @@
 //   latency          commit of an enqueue -> return of a worker blocked in
 //                    dequeue(wait)
 //   steady           P producers and W workers together for S seconds:
-//                    throughput and enqueue->start latency
+//                    throughput and enqueue->start latency; with
+//                    --hold-snapshot on, while another session holds one
+//                    snapshot open from before the window to its end
 //   drain_wif        drain with every job bound to a while_in_flight budget
 //                    of large allocation
 //   drain_tb         ... to a time_based budget of high rate
@@ -46,6 +48,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -64,6 +67,7 @@ struct Args {
   int n = 20000, workers = 16, producers = 16, batch = 100, job_ms = 50, limit = 5, budgets = 8192;
   int parked = 100000;
   double seconds = 10, rate = 200;
+  bool hold_snapshot = false;  // steady: a reader holds one snapshot through the window
 };
 
 bool prepared_statements = true;  // --statements
@@ -325,9 +329,34 @@ void latency(const Args &a) {
          {{"latency_ms", latency_json(after)}, {"latency_from_call_ms", latency_json(before)}});
 }
 
+// A reader that keeps one snapshot open (a long report, a forgotten
+// transaction): no row version that dies after it began can be removed, by
+// VACUUM or by pruning, until it ends. Queues that walk dead entries or
+// dead rows on every fetch slow down as they pile up.
+class SnapshotHolder {
+ public:
+  SnapshotHolder() {
+    c_.exec("BEGIN ISOLATION LEVEL REPEATABLE READ");
+    c_.exec("SELECT 1");  // takes the snapshot
+  }
+  // How many transactions began since, as seen from `other` (which must not
+  // be the holder); then ends the holder's transaction.
+  long release(Conn &other) {
+    long age = std::atol(other.exec("SELECT age(backend_xmin) FROM pg_stat_activity WHERE pid = $1",
+                                    {std::to_string(c_.backend_pid())}).get(0, 0).c_str());
+    c_.exec("COMMIT");
+    return age;
+  }
+
+ private:
+  Conn c_;
+};
+
 void steady(const Args &a) {
   Conn c;
   fresh(c);
+  std::unique_ptr<SnapshotHolder> holder;
+  if (a.hold_snapshot) holder = std::make_unique<SnapshotHolder>();
   Latencies lat;
   std::atomic<bool> producing{true};
   std::atomic<long> enqueued{0}, completed{0};
@@ -363,11 +392,16 @@ void steady(const Args &a) {
   producing = false;
   for (int w = 0; w < a.workers; ++w) threads[w].join();
   std::vector<double> after = lat.from_return(), before = lat.from_call();
-  report(a, std::to_string(a.producers) + " producers (one job per call), " + std::to_string(a.workers) +
-                " workers (batches of 10)",
-         completed.load() / a.seconds, "jobs/s",
-         {{"enqueued", std::to_string(enqueued.load())}, {"latency_ms", latency_json(after)},
-          {"latency_from_call_ms", latency_json(before)}});
+  std::vector<std::pair<std::string, std::string>> extra = {{"enqueued", std::to_string(enqueued.load())},
+                                                            {"latency_ms", latency_json(after)},
+                                                            {"latency_from_call_ms", latency_json(before)}};
+  std::string config = std::to_string(a.producers) + " producers (one job per call), " + std::to_string(a.workers) +
+                       " workers (batches of 10)";
+  if (holder) {
+    extra.push_back({"held_snapshot_xids", std::to_string(holder->release(c))});
+    config += ", a snapshot held throughout";
+  }
+  report(a, config, completed.load() / a.seconds, "jobs/s", extra);
 }
 
 // Jobs bound to budgets that never run short: the cost of the budget
@@ -621,7 +655,7 @@ int main(int argc, char **argv) {
   if (known == scenarios.end()) {
     std::fprintf(stderr, "usage: zizq_bench <scenario> [--n N] [--workers W] [--producers P] [--batch B] [--seconds S]\n"
                          "                  [--job-ms MS] [--limit L] [--rate R] [--budgets K] [--parked P]\n"
-                         "                  [--statements prepared|simple]\n"
+                         "                  [--statements prepared|simple] [--hold-snapshot on|off]\n"
                          "scenarios:");
     for (const auto &kv : scenarios) std::fprintf(stderr, " %s", kv.first.c_str());
     std::fprintf(stderr, "\n");
@@ -639,6 +673,13 @@ int main(int argc, char **argv) {
         return 2;
       }
       prepared_statements = mode == "prepared";
+    } else if (k == "--hold-snapshot") {
+      std::string mode = argv[i + 1];
+      if (mode != "on" && mode != "off") {
+        std::fprintf(stderr, "--hold-snapshot takes on or off, not %s\n", mode.c_str());
+        return 2;
+      }
+      a.hold_snapshot = mode == "on";
     } else if (k == "--n") a.n = static_cast<int>(v);
     else if (k == "--workers") a.workers = static_cast<int>(v);
     else if (k == "--producers") a.producers = static_cast<int>(v);

@@ -232,6 +232,28 @@ export async function analyzeSchema(connectionString, schema) {
   });
 }
 
+// A reader that keeps one snapshot open (a long report, a forgotten
+// transaction): no row version that dies after it began can be removed, by
+// VACUUM or by pruning, until it ends (the steady scenario's
+// --hold-snapshot; zizq_bench.cpp has the same). release() reports how many
+// transactions began meanwhile and ends the holder's transaction.
+export async function holdSnapshot(connectionString) {
+  const holder = new pg.Client({ connectionString, application_name: "peers-bench-snapshot" });
+  await holder.connect();
+  await holder.query("BEGIN ISOLATION LEVEL REPEATABLE READ");
+  await holder.query("SELECT 1"); // takes the snapshot
+  return {
+    async release() {
+      const age = await withClient(connectionString, async (c) =>
+        (await c.query("SELECT age(backend_xmin)::int AS age FROM pg_stat_activity WHERE pid = $1",
+          [holder.processID])).rows[0].age);
+      await holder.query("COMMIT");
+      await holder.end();
+      return age;
+    },
+  };
+}
+
 export async function serverVersion(connectionString) {
   return withClient(connectionString, async (c) => {
     const r = await c.query("SHOW server_version");

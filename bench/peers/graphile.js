@@ -5,13 +5,14 @@
 //                    --conn <postgres connection string>
 //                    [--n N] [--workers W] [--producers P] [--seconds S]
 //                    [--job-ms MS] [--limit L] [--variant queues|local]
-//                    [--local-queue SIZE] [--complete-delay MS] [--timeout S]
+//                    [--local-queue SIZE] [--complete-delay MS] [--hold-snapshot on|off]
+//                    [--timeout S]
 //
 // Prints exactly one JSON line to stdout. See README.md.
 
 import { Logger, makeWorkerUtils, run, runMigrations } from "graphile-worker";
 import {
-  ConcurrencyGauge, analyzeSchema, boolOpt, dropSchema, hr, inChunks, latencySummary, log, numOpt,
+  ConcurrencyGauge, analyzeSchema, boolOpt, dropSchema, holdSnapshot, hr, inChunks, latencySummary, log, numOpt,
   parseArgs, perSecondStats, pkgVersion, produceCount, produceUntil, round, runMain, secondsSince,
   serverVersion, sleep, waitUntilEmpty, wallMs,
 } from "./common.js";
@@ -31,6 +32,10 @@ const verbose = boolOpt(args, "verbose", false);
 // here. --analyze off to skip.
 const analyze = boolOpt(args, "analyze", true);
 const analyzeDesc = analyze ? ", VACUUM ANALYZE after pre-enqueue" : "";
+// steady: another session holds one snapshot open through the window
+// (common.js, holdSnapshot).
+const holdSnapshotOpt = boolOpt(args, "holdSnapshot", false);
+const heldDesc = holdSnapshotOpt ? ", a snapshot held throughout" : "";
 
 const SCENARIOS = ["enqueue_single", "enqueue_batch", "drain", "steady", "limited"];
 const base = { system: SYSTEM, scenario: scenario ?? null };
@@ -207,8 +212,10 @@ async function steady() {
   const runner = await startRunner(workers, taskList);
   const wu = await utils(producers + 1);
   let enqueued = 0;
+  let holder = null, heldXids;
   try {
     await sleep(200); // let the pool settle (LISTEN established, first empty fetch done)
+    if (holdSnapshotOpt) holder = await holdSnapshot(conn);
     const t0Wall = wallMs();
     windowEndWall = t0Wall + seconds * 1000;
     enqueued = await produceUntil(producers, () => wallMs() >= windowEndWall, async (i) => {
@@ -217,7 +224,9 @@ async function steady() {
     });
     // Window over: stop producing (done), give in-flight handlers a moment.
     await sleep(100);
+    if (holder) [heldXids, holder] = [await holder.release(), null];
   } finally {
+    if (holder) await holder.release().catch(() => {});
     await runner.stop();
     await wu.release();
   }
@@ -233,7 +242,7 @@ async function steady() {
   const summary = latencySummary(lat);
   const { count: latCount, ...latency } = summary;
   return {
-    config: `concurrency ${workers}, ${batchingDesc()}, ${producers} producers addJob`,
+    config: `concurrency ${workers}, ${batchingDesc()}, ${producers} producers addJob${heldDesc}`,
     seconds, producers, workers,
     jobs_per_s: round(completedInWindow / seconds, 1),
     enqueued, enqueue_per_s: round(enqueued / seconds, 1),
@@ -243,6 +252,7 @@ async function steady() {
     latency_samples: latCount,
     latency_negative: negative,
     latency_from_call_ms: (({ count, ...r }) => r)(latencySummary(callLat)),
+    ...(holdSnapshotOpt ? { held_snapshot_xids: heldXids } : {}),
   };
 }
 

@@ -6,13 +6,13 @@
 //                  [--n N] [--workers W] [--producers P] [--seconds S]
 //                  [--job-ms MS] [--limit L] [--variant group|singleton|batch|local]
 //                  [--batch-size B] [--poll SECONDS] [--notify on|off] [--pool N]
-//                  [--timeout S]
+//                  [--hold-snapshot on|off] [--timeout S]
 //
 // Prints exactly one JSON line to stdout. See README.md.
 
 import { PgBoss } from "pg-boss";
 import {
-  ConcurrencyGauge, analyzeSchema, boolOpt, dropSchema, hr, inChunks, latencySummary, log, numOpt, parseArgs,
+  ConcurrencyGauge, analyzeSchema, boolOpt, dropSchema, holdSnapshot, hr, inChunks, latencySummary, log, numOpt, parseArgs,
   perSecondStats, pkgVersion, produceCount, produceUntil, round, runMain, secondsSince,
   serverVersion, sleep, waitUntilEmpty, wallMs,
 } from "./common.js";
@@ -47,6 +47,10 @@ if (scenario === "limited") base.variant = args.variant || "group";
 //   pg_notify to every insert); override with --notify on|off.
 const poll = numOpt(args, "poll", 0.5);
 const notify = boolOpt(args, "notify", scenario === "steady");
+// steady: another session holds one snapshot open through the window
+// (common.js, holdSnapshot).
+const holdSnapshotOpt = boolOpt(args, "holdSnapshot", false);
+const heldDesc = holdSnapshotOpt ? ", a snapshot held throughout" : "";
 
 function bossOptions(extra = {}) {
   return {
@@ -181,6 +185,7 @@ async function steady() {
   let windowEndWall = Infinity;
   let completedInWindow = 0;
   let enqueued = 0;
+  let holder = null, heldXids;
   try {
     await boss.work(QUEUE, {
       localConcurrency: workers, batchSize, burstWhenBatchFull: true,
@@ -196,6 +201,7 @@ async function steady() {
       if (wallMs() <= windowEndWall) completedInWindow += jobs.length;
     });
     await sleep(1000); // let every worker do its first (empty) fetch and the listener connect
+    if (holdSnapshotOpt) holder = await holdSnapshot(conn);
     const t0Wall = wallMs();
     windowEndWall = t0Wall + seconds * 1000;
     enqueued = await produceUntil(producers, () => wallMs() >= windowEndWall, async (i) => {
@@ -203,7 +209,9 @@ async function steady() {
       enqAt.set(id, wallMs());
     });
     await sleep(100);
+    if (holder) [heldXids, holder] = [await holder.release(), null];
   } finally {
+    if (holder) await holder.release().catch(() => {});
     await producer.stop({ graceful: true, close: true });
     await boss.stop({ graceful: true, close: true });
   }
@@ -218,7 +226,7 @@ async function steady() {
   }
   const { count: latCount, ...latency } = latencySummary(lat);
   return {
-    config: `${workers} workers x batchSize ${batchSize}, ${pollDesc(batchSize)}, pool ${pool}, ${producers} producers send()`,
+    config: `${workers} workers x batchSize ${batchSize}, ${pollDesc(batchSize)}, pool ${pool}, ${producers} producers send()${heldDesc}`,
     seconds, producers, workers, batch_size: batchSize,
     jobs_per_s: round(completedInWindow / seconds, 1),
     enqueued, enqueue_per_s: round(enqueued / seconds, 1),
@@ -228,6 +236,7 @@ async function steady() {
     latency_samples: latCount,
     latency_negative: negative,
     latency_from_call_ms: (({ count, ...r }) => r)(latencySummary(callLat)),
+    ...(holdSnapshotOpt ? { held_snapshot_xids: heldXids } : {}),
   };
 }
 

@@ -251,8 +251,23 @@ function report(dir) {
     return v === null ? { met: null, detail: "no data" } : { met: v <= 5, detail: `${fmt(v)} ms` };
   });
 
+  // What a held snapshot costs each system, against its own steady run.
+  const held = SYSTEMS.map((s) => [s, cell("steady", s), cell("steady_held", s)]).filter(([, a, b]) => a && b);
+  if (held.length) {
+    lines.push("", "== a snapshot held (steady_held against the same system's steady)");
+    const p99Of = (system, label) => {
+      const xs = runs.filter((r) => r.system === system && r.label === label && !r.error && r.latency_ms)
+        .map((r) => r.latency_ms.p99).filter((x) => typeof x === "number");
+      return xs.length ? median(xs) : null;
+    };
+    for (const [s, a, b] of held) {
+      const share = a.median && b.median !== null ? `${((100 * b.median) / a.median).toFixed(0)}% of its throughput` : "n/a";
+      lines.push(`${pad(s, 16)} ${share}, enqueue -> start p99 ${fmt(p99Of(s, "steady"))} -> ${fmt(p99Of(s, "steady_held"))} ms`);
+    }
+  }
+
   // Ratios: one per row with peers, per peer.
-  lines.push("", "== ratios (higher is better for zizq; latency: peer p50 / zizq p50)");
+  lines.push("", "== ratios (higher is better for zizq; latencies: peer / zizq)");
   for (const row of ROWS) {
     for (const peer of row.peers || []) {
       const z = cell(row.id, "zizq");

@@ -13,6 +13,7 @@ const jobsPerS = (r) => num(r.system === "zizq" ? r.value : r.jobs_per_s);
 // the first job on is the comparable number (bench/peers/README.md).
 const drainRate = (r) => num(r.system === "zizq" ? r.value : r.jobs_per_s_from_first_job);
 const p50 = (r) => num(r.latency_ms && r.latency_ms.p50);
+const p99 = (r) => num(r.latency_ms && r.latency_ms.p99);
 const zizqValue = (r) => num(r.value);
 // From the enqueue's call (an upper bound; runs before 0561e6c had the time
 // from the return as their value).
@@ -31,6 +32,12 @@ const ROWS = [
     metric: jobsPerS, peers: PEERS },
   { id: "steady_latency_p50", label: "steady", chart: "steady: latency p50", title: "steady: enqueue -> start, p50", unit: "ms",
     better: "lower", metric: p50, peers: PEERS },
+  // steady while another session holds one snapshot open (--hold-snapshot):
+  // dead rows and index entries pile up, as under a long report.
+  { id: "steady_held", chart: "steady, a snapshot held", title: "steady, a snapshot held through the window", unit: "jobs/s",
+    better: "higher", metric: jobsPerS, peers: PEERS },
+  { id: "steady_held_latency_p99", label: "steady_held", chart: "steady, snapshot held: p99",
+    title: "steady, a snapshot held: enqueue -> start, p99", unit: "ms", better: "lower", metric: p99, peers: PEERS },
   { id: "limited", chart: "limited to 5 at a time", title: "limited: concurrency 5, jobs of 50 ms", unit: "jobs/s", better: "higher",
     metric: jobsPerS, peers: PEERS, concurrency: true },
   { id: "limited_singleton", label: { zizq: "limited", "pg-boss": "limited_singleton" },
