@@ -695,6 +695,10 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  if (a.hold_snapshot && a.scenario != "steady") {
+    std::fprintf(stderr, "--hold-snapshot is for the steady scenario only\n");
+    return 2;
+  }
   try {
     known->second(a);
   } catch (const std::exception &e) {

@@ -35,6 +35,7 @@ const analyzeDesc = analyze ? ", VACUUM ANALYZE after pre-enqueue" : "";
 // steady: another session holds one snapshot open through the window
 // (common.js, holdSnapshot).
 const holdSnapshotOpt = boolOpt(args, "holdSnapshot", false);
+if (holdSnapshotOpt && scenario !== "steady") throw new Error("--hold-snapshot is for the steady scenario only");
 const heldDesc = holdSnapshotOpt ? ", a snapshot held throughout" : "";
 
 const SCENARIOS = ["enqueue_single", "enqueue_batch", "drain", "steady", "limited"];

@@ -50,6 +50,7 @@ const notify = boolOpt(args, "notify", scenario === "steady");
 // steady: another session holds one snapshot open through the window
 // (common.js, holdSnapshot).
 const holdSnapshotOpt = boolOpt(args, "holdSnapshot", false);
+if (holdSnapshotOpt && scenario !== "steady") throw new Error("--hold-snapshot is for the steady scenario only");
 const heldDesc = holdSnapshotOpt ? ", a snapshot held throughout" : "";
 
 function bossOptions(extra = {}) {
