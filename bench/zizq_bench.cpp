@@ -339,8 +339,8 @@ class SnapshotHolder {
     c_.exec("BEGIN ISOLATION LEVEL REPEATABLE READ");
     c_.exec("SELECT 1");  // takes the snapshot
   }
-  // How many transactions began since, as seen from `other` (which must not
-  // be the holder); then ends the holder's transaction.
+  // How many transaction ids were assigned since, as seen from `other`
+  // (which must not be the holder); then ends the holder's transaction.
   long release(Conn &other) {
     long age = std::atol(other.exec("SELECT age(backend_xmin) FROM pg_stat_activity WHERE pid = $1",
                                     {std::to_string(c_.backend_pid())}).get(0, 0).c_str());

@@ -236,7 +236,7 @@ export async function analyzeSchema(connectionString, schema) {
 // transaction): no row version that dies after it began can be removed, by
 // VACUUM or by pruning, until it ends (the steady scenario's
 // --hold-snapshot; zizq_bench.cpp has the same). release() reports how many
-// transactions began meanwhile and ends the holder's transaction.
+// transaction ids were assigned meanwhile and ends the holder's transaction.
 export async function holdSnapshot(connectionString) {
   const holder = new pg.Client({ connectionString, application_name: "peers-bench-snapshot" });
   await holder.connect();
