@@ -16,6 +16,7 @@ const fs = require("node:fs");
 const path = require("node:path");
 const { SYSTEMS, RUNNER_SYSTEM, ROWS, labelOf, median, fmt } = require("./rows.js");
 
+const num = (x) => (typeof x === "number" && Number.isFinite(x) ? x : null);
 const pad = (s, n) => s + " ".repeat(Math.max(0, n - s.length));
 const lpad = (s, n) => " ".repeat(Math.max(0, n - s.length)) + s;
 
@@ -235,10 +236,35 @@ function report(dir) {
     const m50 = median(p50s), m99 = median(p99s);
     return { met: m50 <= 2 && m99 <= 10, detail: `p50 ${fmt(m50)} ms, p99 ${fmt(m99)} ms (from the enqueue's call)` };
   });
-  shareOf("retained", "drain", "within 10% of drain (#2)", 0.9);
-  shareOf("drain_wif", "drain", ">= 80% of drain (#3)", 0.8);
-  shareOf("drain_tb", "drain", ">= 80% of drain (#3)", 0.8);
-  shareOf("parked", "drain", "within 10% of drain (#3)", 0.9);
+  // Each run of these against the drain_ref run just before it (bench/compare
+  // pairs them); the median of those ratios is the verdict. The ratio of the
+  // medians against the drain row is shown beside it. Results without
+  // drain_ref runs (older ones) are judged against the drain row.
+  const pairedShareOf = (id, goal, share) => {
+    const ratios = [];
+    const lastRef = new Map(); // rep -> value of the latest drain_ref run
+    for (const r of runs) {
+      if (r.system !== "zizq" || r.error) continue;
+      if (r.label === "drain_ref") lastRef.set(r.rep, num(r.value));
+      else if (r.label === id && lastRef.get(r.rep) && num(r.value) !== null) {
+        ratios.push(r.value / lastRef.get(r.rep));
+        lastRef.delete(r.rep);
+      }
+    }
+    if (!ratios.length) return shareOf(id, "drain", goal, share);
+    target(id, goal, () => {
+      const m = median(ratios), v = zmed(id), d = zmed("drain");
+      const apart = v !== null && d !== null ? `; ${fmt(v)} / drain ${fmt(d)} = ${((100 * v) / d).toFixed(0)}%` : "";
+      return {
+        met: m >= share,
+        detail: `${(100 * m).toFixed(0)}% paired (${ratios.map((x) => (100 * x).toFixed(0) + "%").join(", ")})${apart}`,
+      };
+    });
+  };
+  pairedShareOf("retained", "within 10% of drain (#2)", 0.9);
+  pairedShareOf("drain_wif", ">= 80% of drain (#3)", 0.8);
+  pairedShareOf("drain_tb", ">= 80% of drain (#3)", 0.8);
+  pairedShareOf("parked", "within 10% of drain (#3)", 0.9);
   shareOf("drain_many", "drain_wif", ">= 50% of one budget (#3)", 0.5);
   target("rate", "within 1% of the budget's rate (#3)", () => {
     const c = cell("rate", "zizq");

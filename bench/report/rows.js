@@ -47,6 +47,7 @@ const ROWS = [
   // zizq only
   { id: "latency", title: "enqueue call -> blocked worker, p50", unit: "ms", better: "lower", metric: fromCallP50 },
   { id: "roundtrip", title: "drain, dequeue 1 + complete 1", unit: "jobs/s", better: "higher", metric: zizqValue },
+  { id: "drain_ref", title: "drain, run just before each paired row", unit: "jobs/s", better: "higher", metric: zizqValue },
   { id: "drain_wif", title: "drain, jobs under while_in_flight", unit: "jobs/s", better: "higher", metric: zizqValue },
   { id: "drain_tb", title: "drain, jobs under time_based", unit: "jobs/s", better: "higher", metric: zizqValue },
   { id: "drain_mixed", title: "drain, jobs under both", unit: "jobs/s", better: "higher", metric: zizqValue },
