@@ -146,7 +146,8 @@ function report(dir) {
   const w0 = Math.max(8, ...rows.map((r) => r.id.length));
   const w1 = Math.max(5, ...rows.map((r) => r.title.length));
   const widths = present.map((s, i) => Math.max(s.length, ...texts.map((t) => t[i].length)));
-  const reps = Math.max(0, ...cells.map((c) => c.reps + c.errors));
+  // Repetitions of the plan (drain_ref runs several times in each).
+  const reps = Math.max(0, ...runs.map((r) => r.rep || 0));
   lines.push(`== results: median${reps > 1 ? " (min-max)" : ""} of ${reps} run(s); cN = highest concurrency observed`);
   lines.push([pad("scenario", w0), pad("workload", w1), pad("unit", 6), ...present.map((s, i) => pad(s, widths[i]))].join("  ").trimEnd());
   rows.forEach((row, k) => {

@@ -226,7 +226,7 @@ function compareSvg(summary) {
   const W = cols * pw + 20;
   const gridTop = 70;
   const H = gridTop + Math.ceil(rows.length / cols) * (ph + 26) + 8;
-  const reps = Math.max(...results.map((c) => c.reps));
+  const reps = Math.max(...results.filter((c) => rows.some((row) => row.id === c.row)).map((c) => c.reps));
   const body = [];
   body.push(text(20, 24, "zizq vs graphile-worker vs pg-boss, same cluster, same workloads", `font-size="15" font-weight="bold"`));
   body.push(text(20, 42, `median of ${reps} run(s)${reps > 1 ? ", whiskers min-max" : ""}; fsync and synchronous_commit on; ` +
