@@ -14,9 +14,8 @@
 
 const fs = require("node:fs");
 const path = require("node:path");
-const { SYSTEMS, RUNNER_SYSTEM, ROWS, labelOf, median, fmt } = require("./rows.js");
+const { SYSTEMS, RUNNER_SYSTEM, ROWS, labelOf, median, fmt, num } = require("./rows.js");
 
-const num = (x) => (typeof x === "number" && Number.isFinite(x) ? x : null);
 const pad = (s, n) => s + " ".repeat(Math.max(0, n - s.length));
 const lpad = (s, n) => " ".repeat(Math.max(0, n - s.length)) + s;
 

@@ -81,4 +81,4 @@ function labelOf(row, system) {
   return row.id;
 }
 
-module.exports = { PEERS, SYSTEMS, RUNNER_SYSTEM, ROWS, labelOf, median, fmt };
+module.exports = { PEERS, SYSTEMS, RUNNER_SYSTEM, ROWS, labelOf, median, fmt, num };
