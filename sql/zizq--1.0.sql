@@ -330,7 +330,8 @@ CREATE FUNCTION zizq._wake_dispatcher_at(at timestamptz) RETURNS void
 CREATE FUNCTION zizq._claim(id bigint, priority integer, queue text) RETURNS boolean
   LANGUAGE c VOLATILE STRICT COST 100 AS 'MODULE_PATHNAME', 'zizq_claim';
 -- Dequeue's single statement for budgeted jobs: its filter claims and pays
--- for a row; when it paid, for the row's dequeued_at.
+-- for a row; when it paid, for the row's dequeued_at (also in the statement
+-- that takes the jobs a walk chose).
 CREATE FUNCTION zizq._claim_paid(id bigint, priority integer, queue text, budget_ids integer[], budget_costs integer[])
   RETURNS boolean
   LANGUAGE c VOLATILE STRICT COST 100 AS 'MODULE_PATHNAME', 'zizq_claim_paid';

@@ -81,11 +81,6 @@ Datum int8_array(const int64 *values, int n) {
                      TYPALIGN_DOUBLE);
 }
 
-Datum timestamptz_array(const TimestampTz *values, int n) {
-  return datum_array(values, n, [](TimestampTz v) { return TimestampTzGetDatum(v); }, TIMESTAMPTZOID, 8,
-                     FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
-}
-
 Datum xid_array(const TransactionId *values, int n) {
   return datum_array(values, n, [](TransactionId v) { return TransactionIdGetDatum(v); }, XIDOID, 4, true,
                      TYPALIGN_INT);

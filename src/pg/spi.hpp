@@ -31,7 +31,6 @@ char *column_text(uint64 row, int col);
 
 Datum int4_array(const int32 *values, int n);
 Datum int8_array(const int64 *values, int n);
-Datum timestamptz_array(const TimestampTz *values, int n);
 Datum xid_array(const TransactionId *values, int n);
 // Elements of an int4[] / int8[] (no NULL elements); palloc'd.
 int array_int4(Datum array, int32 **out);
