@@ -728,6 +728,22 @@ struct TakeList {
   int n;
 };
 
+// Runs a take statement whose SQL functions read state of this file while
+// `active` is set; clears it however the statement ends.
+uint64 run_plan_while(SPIPlanPtr plan, Datum *args, const char *nulls, bool &active) {
+  uint64 rows = 0;
+  PG_TRY();
+  {
+    rows = run_plan(plan, args, nulls, false);
+  }
+  PG_FINALLY();
+  {
+    active = false;
+  }
+  PG_END_TRY();
+  return rows;
+}
+
 // The debit instants of the list being taken, in id order, for
 // zizq._paid_at() in the take statement.
 struct TakeTimes {
@@ -776,16 +792,7 @@ uint64 take(const Request &r, const TakeList &list, bool *taken, Tuplestorestate
                    xid_array(list.seen, list.n)};
   char nulls[4] = {' ', r.leased ? 'n' : ' ', r.leased ? ' ' : 'n', ' '};
   begin_take_times(list);
-  uint64 rows = 0;
-  PG_TRY();
-  {
-    rows = run_plan(take_statement(), args, nulls, false);
-  }
-  PG_FINALLY();
-  {
-    take_times.active = false;
-  }
-  PG_END_TRY();
+  uint64 rows = run_plan_while(take_statement(), args, nulls, take_times.active);
   int64 *got = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(rows, 1)));
   for (uint64 i = 0; i < rows; ++i) got[i] = column_int64(i, 1);
   std::sort(got, got + rows);
@@ -1173,16 +1180,7 @@ uint64 budgeted_fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc
   // SQL functions with repalloc (which keeps a chunk's context).
   begin_paid_take(&walk, r.max_jobs, max_considered(r));
   if (start.may_raise) begin_live_raises(r.queues[0], core::FloorKind::Budgeted, start.view);
-  uint64 rows = 0;
-  PG_TRY();
-  {
-    rows = run_plan(budgeted_take_plan(), args, nulls, false);
-  }
-  PG_FINALLY();
-  {
-    paid_take.active = false;
-  }
-  PG_END_TRY();
+  uint64 rows = run_plan_while(budgeted_take_plan(), args, nulls, paid_take.active);
   end_live_raises();  // (after an error, the abort gives the floor back)
   if (start.may_raise && paid_take.nrefusals == 0 && start.view.floor < examined_min())
     raise_floor_of(r.queues[0], core::FloorKind::Budgeted, start.view.seq, examined_min());
