@@ -247,7 +247,7 @@ function report(dir) {
       if (r.system !== "zizq" || r.error) continue;
       if (r.label === "drain_ref") lastRef.set(r.rep, num(r.value));
       else if (r.label === id && lastRef.get(r.rep) && num(r.value) !== null) {
-        ratios.push(r.value / lastRef.get(r.rep));
+        ratios.push(num(r.value) / lastRef.get(r.rep));
         lastRef.delete(r.rep);
       }
     }
