@@ -24,9 +24,15 @@
 #include "pg/pg.hpp"
 #include "pg/shmem.hpp"
 
+#ifdef __linux__
+#include <sys/timerfd.h>
+#include <unistd.h>
+#endif
+
 extern "C" {
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "storage/latch.h"
 #include "tcop/tcopprot.h"
 
 PGDLLEXPORT void zizq_dispatcher_main(Datum arg);
@@ -63,13 +69,65 @@ void publish_next_wake(TimestampTz when) {
   LWLockRelease(shared->waiter_lock);
 }
 
-long sleep_ms(TimestampTz next) {
-  if (next == 0) return kMaxSleepMs;
-  TimestampTz now = GetCurrentTimestamp();
-  if (next <= now) return 0;
-  long ms = static_cast<long>((next - now + 999) / 1000);
-  return ZZ_MIN(ms, kMaxSleepMs);
-}
+// The sleep until the next due instant (0: none, sleep kMaxSleepMs), ended
+// early by the latch.
+// A latch wait's timeout counts whole milliseconds, rounded up so as never
+// to wake early: the dispatcher woke 0.5 ms after a token came due on
+// average, before any scheduling delay (`refill`, due to awake: p50
+// 0.66 ms). On Linux a timerfd in the wait set ends the sleep at the
+// microsecond; the millisecond timeout stays as a fallback.
+class DueSleep {
+ public:
+  void init() {
+    set_ = CreateWaitEventSet(TopMemoryContext, 3);
+    AddWaitEventToSet(set_, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, nullptr);
+    AddWaitEventToSet(set_, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, nullptr, nullptr);
+#ifdef __linux__
+    timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (timer_fd_ >= 0) AddWaitEventToSet(set_, WL_SOCKET_READABLE, timer_fd_, nullptr, nullptr);
+#endif
+  }
+
+  void until(TimestampTz next) {
+    int64 sleep_us = next == 0 ? kMaxSleepMs * 1000 : ZZ_MIN(next - GetCurrentTimestamp(), kMaxSleepMs * 1000);
+    if (sleep_us <= 0) return;
+    bool precise = arm(sleep_us);
+    long timeout_ms = static_cast<long>((sleep_us + 999) / 1000) + (precise ? 1 : 0);
+    WaitEvent event;
+    (void)WaitEventSetWait(set_, timeout_ms, &event, 1, PG_WAIT_EXTENSION);
+    disarm();
+  }
+
+ private:
+  // Whether the timer will end the sleep.
+  bool arm(int64 sleep_us) {
+#ifdef __linux__
+    if (timer_fd_ < 0) return false;
+    struct itimerspec when = {};
+    when.it_value.tv_sec = sleep_us / 1000000;
+    when.it_value.tv_nsec = (sleep_us % 1000000) * 1000;
+    return timerfd_settime(timer_fd_, 0, &when, nullptr) == 0;
+#else
+    return false;
+#endif
+  }
+
+  // Stops the timer and consumes an expiry, which would otherwise keep the
+  // descriptor readable and end every later sleep at once.
+  void disarm() {
+#ifdef __linux__
+    if (timer_fd_ < 0) return;
+    struct itimerspec off = {};
+    (void)timerfd_settime(timer_fd_, 0, &off, nullptr);
+    uint64 expiries;
+    ssize_t got = read(timer_fd_, &expiries, sizeof expiries);  // nothing to read (EAGAIN) is fine
+    (void)got;
+#endif
+  }
+
+  WaitEventSet *set_ = nullptr;
+  int timer_fd_ = -1;
+};
 
 }  // namespace
 }  // namespace zizq::dispatcher
@@ -88,6 +146,8 @@ void zizq_dispatcher_main(Datum) {
   SetConfigOption("enable_seqscan", "off", PGC_SUSET, PGC_S_OVERRIDE);
   SetConfigOption("enable_bitmapscan", "off", PGC_SUSET, PGC_S_OVERRIDE);
   publish_latch();
+  DueSleep due_sleep;
+  due_sleep.init();
   Dispatcher d;
   start(d);
   for (;;) {
@@ -100,6 +160,6 @@ void zizq_dispatcher_main(Datum) {
     }
     TimestampTz next = run_cycle(d);
     publish_next_wake(next == 0 ? GetCurrentTimestamp() + kMaxSleepMs * 1000 : next);
-    (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, sleep_ms(next), PG_WAIT_EXTENSION);
+    due_sleep.until(next);
   }
 }
