@@ -32,6 +32,7 @@
 extern "C" {
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "storage/fd.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 
@@ -70,12 +71,16 @@ void publish_next_wake(TimestampTz when) {
 }
 
 // The sleep until the next due instant (0: none, sleep kMaxSleepMs), ended
-// early by the latch.
+// early by the latch; an instant already past only checks for the
+// postmaster's death.
 // A latch wait's timeout counts whole milliseconds, rounded up so as never
 // to wake early: the dispatcher woke 0.5 ms after a token came due on
 // average, before any scheduling delay (`refill`, due to awake: p50
 // 0.66 ms). On Linux a timerfd in the wait set ends the sleep at the
-// microsecond; the millisecond timeout stays as a fallback.
+// microsecond; the millisecond timeout, one longer so that the timer ends
+// the sleep, stays as a fallback. Other instants kept in microseconds (the
+// NOTIFY spacing, the hand-off window) are now kept as given, not up to a
+// millisecond longer.
 class DueSleep {
  public:
   void init() {
@@ -83,19 +88,23 @@ class DueSleep {
     AddWaitEventToSet(set_, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, nullptr);
     AddWaitEventToSet(set_, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, nullptr, nullptr);
 #ifdef __linux__
+    ReserveExternalFD();  // counted against max_files_per_process, as latch.c does for its own
     timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (timer_fd_ >= 0) AddWaitEventToSet(set_, WL_SOCKET_READABLE, timer_fd_, nullptr, nullptr);
+    if (timer_fd_ >= 0)
+      AddWaitEventToSet(set_, WL_SOCKET_READABLE, timer_fd_, nullptr, nullptr);
+    else
+      ReleaseExternalFD();
 #endif
   }
 
   void until(TimestampTz next) {
-    int64 sleep_us = next == 0 ? kMaxSleepMs * 1000 : ZZ_MIN(next - GetCurrentTimestamp(), kMaxSleepMs * 1000);
-    if (sleep_us <= 0) return;
-    bool precise = arm(sleep_us);
+    TimestampTz now = GetCurrentTimestamp();
+    int64 sleep_us = next == 0 ? kMaxSleepMs * 1000 : next <= now ? 0 : ZZ_MIN(next - now, kMaxSleepMs * 1000);
+    bool precise = sleep_us > 0 && arm(sleep_us);
     long timeout_ms = static_cast<long>((sleep_us + 999) / 1000) + (precise ? 1 : 0);
     WaitEvent event;
     (void)WaitEventSetWait(set_, timeout_ms, &event, 1, PG_WAIT_EXTENSION);
-    disarm();
+    if (precise) disarm();
   }
 
  private:
@@ -108,25 +117,26 @@ class DueSleep {
     when.it_value.tv_nsec = (sleep_us % 1000000) * 1000;
     return timerfd_settime(timer_fd_, 0, &when, nullptr) == 0;
 #else
+    (void)sleep_us;
     return false;
 #endif
   }
 
-  // Stops the timer and consumes an expiry, which would otherwise keep the
-  // descriptor readable and end every later sleep at once.
+  // Stops the timer, which also clears an expiry that would keep the
+  // descriptor readable and end the next sleep at once; the read is a
+  // safeguard (nothing to read, EAGAIN, is the usual outcome).
   void disarm() {
 #ifdef __linux__
-    if (timer_fd_ < 0) return;
     struct itimerspec off = {};
     (void)timerfd_settime(timer_fd_, 0, &off, nullptr);
     uint64 expiries;
-    ssize_t got = read(timer_fd_, &expiries, sizeof expiries);  // nothing to read (EAGAIN) is fine
+    ssize_t got = read(timer_fd_, &expiries, sizeof expiries);
     (void)got;
 #endif
   }
 
   WaitEventSet *set_ = nullptr;
-  int timer_fd_ = -1;
+  [[maybe_unused]] int timer_fd_ = -1;
 };
 
 }  // namespace
