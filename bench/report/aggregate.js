@@ -274,7 +274,13 @@ function report(dir) {
   });
   target("refill", "p99 <= 5 ms (#3)", () => {
     const v = zmed("refill");
-    return v === null ? { met: null, detail: "no data" } : { met: v <= 5, detail: `${fmt(v)} ms` };
+    if (v === null) return { met: null, detail: "no data" };
+    // The machine's wake-up delay in the same runs (a bare 20 ms sleep of the
+    // client), for judging the tail; results from before it have none.
+    const slept = runs.filter((r) => r.system === "zizq" && r.label === "refill" && !r.error && r.sleep_oversleep_ms)
+      .map((r) => r.sleep_oversleep_ms.p99).filter((x) => typeof x === "number");
+    const machine = slept.length ? `; a bare 20 ms sleep meanwhile: p99 ${fmt(median(slept))} ms late` : "";
+    return { met: v <= 5, detail: `${fmt(v)} ms${machine}` };
   });
 
   // What a held snapshot costs each system, against its own steady run.
