@@ -234,7 +234,8 @@ CREATE FUNCTION zizq.forget_scan_floors() RETURNS void
 CREATE FUNCTION zizq.scan_floors(OUT queue text, OUT kind text, OUT priority integer, OUT id bigint)
   RETURNS SETOF record LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_scan_floors';
 
--- Producers read the jobs they enqueued; workers and admins read all.
+-- Producers read the jobs they enqueued; admins (and superusers) read all.
+-- Workers need no read: dequeue returns the jobs they take.
 ALTER TABLE zizq._jobs ENABLE ROW LEVEL SECURITY;
 CREATE POLICY jobs_read ON zizq._jobs FOR SELECT
   USING (enqueued_by = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = current_user)
@@ -415,6 +416,13 @@ BEGIN
   IF id IS NULL THEN
     RAISE EXCEPTION 'job id must not be NULL' USING ERRCODE = '22023';
   END IF;
+  IF kill IS NULL THEN
+    RAISE EXCEPTION 'kill must not be NULL' USING ERRCODE = '22023', HINT = 'leave it out for the default, false';
+  END IF;
+  IF NOT isfinite(retry_at) THEN  -- 'infinity' would retry never
+    RAISE EXCEPTION 'retry_at must be a finite timestamp, not %', retry_at USING ERRCODE = '22023',
+      HINT = 'leave it out for the backoff, or use kill => true for no retry';
+  END IF;
   SELECT * INTO j FROM zizq._jobs WHERE _jobs.id = fail.id AND status = 'in_flight' FOR UPDATE;
   IF NOT FOUND THEN
     RETURN NULL;  -- no longer in flight: answered, never applied twice
@@ -471,6 +479,9 @@ BEGIN
   IF lease IS NOT NULL AND lease <= interval '0' THEN
     RAISE EXCEPTION 'lease must be positive, not %', lease USING ERRCODE = '22023';
   END IF;
+  IF lease > interval '3650 days' THEN  -- as dequeue: the lease's end must stay a timestamp
+    RAISE EXCEPTION 'lease must be at most 10 years, not %', lease USING ERRCODE = '22023';
+  END IF;
   WITH extended AS (
     UPDATE zizq._jobs AS t SET
       lease_ms = CASE WHEN heartbeat.lease IS NOT NULL
@@ -519,6 +530,9 @@ $$;
 CREATE FUNCTION zizq._job_not_found(id bigint) RETURNS void
   LANGUAGE plpgsql AS $$
 BEGIN
+  IF id IS NULL THEN  -- a bad argument, not a missing job
+    RAISE EXCEPTION 'job id must not be NULL' USING ERRCODE = '22023';
+  END IF;
   RAISE EXCEPTION 'job % does not exist', id USING ERRCODE = 'P0002';
 END
 $$;

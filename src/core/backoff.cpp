@@ -60,6 +60,12 @@ Retention retention_with(const Retention &defaults, const json::Value *job_reten
   Retention r;
   r.completed_ms = non_negative_integer(*job_retention, "completed_ms", what, defaults.completed_ms);
   r.dead_ms = non_negative_integer(*job_retention, "dead_ms", what, defaults.dead_ms);
+  // Refused here, not at the complete or fail that would add it to a
+  // timestamp and overflow (the job could then never finish).
+  for (auto [name, ms] : {std::pair{"completed_ms", r.completed_ms}, std::pair{"dead_ms", r.dead_ms}})
+    if (ms > kMaxRetentionMs)
+      invalid(what + "." + name + " must be at most " + std::to_string(kMaxRetentionMs) + " (ten years), not " +
+              std::to_string(ms));
   return r;
 }
 

@@ -32,7 +32,12 @@ void check_backoff(const json::Value &v, const std::string &what);
 Backoff backoff_with(const Backoff &defaults, const json::Value *job_backoff,
                      const std::string &what = "backoff");
 
-// Validates a per-job retention object ({"completed_ms", "dead_ms"}).
+// The longest retention a job may ask for: ten years, like a budget's
+// duration; far enough for "keep it", near enough for timestamp arithmetic.
+inline constexpr int64_t kMaxRetentionMs = 315360000000;
+
+// Validates a per-job retention object ({"completed_ms", "dead_ms"}, each
+// 0..kMaxRetentionMs).
 void check_retention(const json::Value &v, const std::string &what);
 Retention retention_with(const Retention &defaults, const json::Value *job_retention,
                          const std::string &what = "retention");

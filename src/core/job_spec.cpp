@@ -10,25 +10,30 @@
 namespace zizq::core {
 namespace {
 
+// What a JSON null in the field means (see check_job_field_type).
+enum class OnNull { Refused, NotGiven, Value };
+
 struct FieldInfo {
   JobField field;
   const char *name;
   json::Type type;
-  bool required;
+  OnNull on_null;
+  const char *null_hint;  // for OnNull::Refused
 };
 
 constexpr FieldInfo kFields[] = {
-    {JobField::Queue, "queue", json::Type::String, true},
-    {JobField::Type, "type", json::Type::String, true},
-    {JobField::Payload, "payload", json::Type::Null, false},  // any JSON
-    {JobField::Priority, "priority", json::Type::Number, false},
-    {JobField::ReadyAt, "ready_at", json::Type::String, false},
-    {JobField::Budgets, "budgets", json::Type::Array, false},
-    {JobField::UniqueKey, "unique_key", json::Type::String, false},
-    {JobField::UniqueWhile, "unique_while", json::Type::String, false},
-    {JobField::RetryLimit, "retry_limit", json::Type::Number, false},
-    {JobField::Backoff, "backoff", json::Type::Object, false},
-    {JobField::Retention, "retention", json::Type::Object, false},
+    {JobField::Queue, "queue", json::Type::String, OnNull::Refused, nullptr},
+    {JobField::Type, "type", json::Type::String, OnNull::Refused, nullptr},
+    {JobField::Payload, "payload", json::Type::Null, OnNull::Value, nullptr},  // any JSON
+    {JobField::Priority, "priority", json::Type::Number, OnNull::Refused, "leave it out for the default, 32768"},
+    {JobField::ReadyAt, "ready_at", json::Type::String, OnNull::NotGiven, nullptr},
+    {JobField::Budgets, "budgets", json::Type::Array, OnNull::NotGiven, nullptr},
+    {JobField::UniqueKey, "unique_key", json::Type::String, OnNull::NotGiven, nullptr},
+    {JobField::UniqueWhile, "unique_while", json::Type::String, OnNull::Refused,
+     "leave it out for the default, \"queued\""},
+    {JobField::RetryLimit, "retry_limit", json::Type::Number, OnNull::NotGiven, nullptr},
+    {JobField::Backoff, "backoff", json::Type::Object, OnNull::NotGiven, nullptr},
+    {JobField::Retention, "retention", json::Type::Object, OnNull::NotGiven, nullptr},
 };
 
 const FieldInfo &info(JobField f) {
@@ -69,9 +74,10 @@ const char *job_field_name(JobField f) { return info(f).name; }
 
 void check_job_field_type(JobField f, json::Type actual, const std::string &context) {
   const FieldInfo &fi = info(f);
-  if (f == JobField::Payload) return;
+  if (fi.on_null == OnNull::Value) return;
   if (actual == json::Type::Null) {
-    if (fi.required) invalid(context + "." + fi.name + " must not be null");
+    if (fi.on_null == OnNull::Refused)
+      invalid(context + "." + fi.name + " must not be null", fi.null_hint ? fi.null_hint : "");
     return;
   }
   if (actual != fi.type)
@@ -106,6 +112,64 @@ const char *unique_while_name(UniqueWhile u) {
   return "queued";
 }
 
+namespace {
+
+// Reads `width` digits at `pos` into `out`; false if any is not a digit.
+bool digits(std::string_view s, size_t pos, size_t width, int &out) {
+  if (pos + width > s.size()) return false;
+  out = 0;
+  for (size_t i = pos; i < pos + width; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    out = out * 10 + (s[i] - '0');
+  }
+  return true;
+}
+
+int days_in_month(int year, int month) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return month == 2 && leap ? 29 : kDays[month - 1];
+}
+
+// The time of day and zone after the date's separator, from `pos`.
+bool iso8601_time(std::string_view s, size_t pos) {
+  int hour, minute, second, zone_hour, zone_minute;
+  if (!digits(s, pos, 2, hour) || hour > 23 || pos + 2 >= s.size() || s[pos + 2] != ':' ||
+      !digits(s, pos + 3, 2, minute) || minute > 59)
+    return false;
+  pos += 5;
+  if (pos < s.size() && s[pos] == ':') {
+    if (!digits(s, pos + 1, 2, second) || second > 59) return false;
+    pos += 3;
+    if (pos < s.size() && s[pos] == '.') {
+      size_t first = ++pos;
+      while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') ++pos;
+      if (pos == first) return false;
+    }
+  }
+  if (pos == s.size()) return true;  // local time: the session's TimeZone
+  if ((s[pos] == 'Z' || s[pos] == 'z') && pos + 1 == s.size()) return true;
+  if (s[pos] != '+' && s[pos] != '-') return false;
+  if (!digits(s, pos + 1, 2, zone_hour) || zone_hour > 15) return false;  // PostgreSQL's widest offset
+  pos += 3;
+  if (pos == s.size()) return true;
+  if (s[pos] == ':') ++pos;
+  return digits(s, pos, 2, zone_minute) && zone_minute <= 59 && pos + 2 == s.size();
+}
+
+}  // namespace
+
+void check_iso8601_timestamp(std::string_view s, const std::string &what) {
+  int year, month, day;
+  bool ok = digits(s, 0, 4, year) && year >= 1 && s.size() >= 10 && s[4] == '-' && digits(s, 5, 2, month) &&
+            month >= 1 && month <= 12 && s[7] == '-' && digits(s, 8, 2, day) && day >= 1 &&
+            day <= days_in_month(year, month) &&
+            (s.size() == 10 || ((s[10] == 'T' || s[10] == 't' || s[10] == ' ') && iso8601_time(s, 11)));
+  if (!ok)
+    invalid(what + " must be an ISO 8601 timestamp, not \"" + std::string(s) + "\"",
+            "for example \"2027-01-31T09:30:00Z\" or \"2027-01-31 09:30:00+01:00\"");
+}
+
 JobPatch parse_job_patch(const json::Value &patch) {
   const std::string context = "job patch";
   expect_object(patch, context);
@@ -121,7 +185,10 @@ JobPatch parse_job_patch(const json::Value &patch) {
   }
   if (const json::Value *v = patch.find("ready_at")) {
     out.ready_at = v->is_null() ? JobPatch::Change::Reset : JobPatch::Change::Set;
-    if (!v->is_null()) out.ready_at_text = string_value(*v, "patch.ready_at");
+    if (!v->is_null()) {
+      out.ready_at_text = string_value(*v, "patch.ready_at");
+      check_iso8601_timestamp(out.ready_at_text, "patch.ready_at");
+    }
   }
   if (const json::Value *v = patch.find("retry_limit")) {
     out.retry_limit = v->is_null() ? JobPatch::Change::Reset : JobPatch::Change::Set;

@@ -294,7 +294,8 @@ void requeue_dead_sessions() {
   run_plan(holders_plan, nullptr, nullptr, false);
   bool isnull = false;
   int64 *holders;
-  int nholders = array_int8(column(0, 1, &isnull), &holders);
+  bool *no_session;  // none: the COALESCE reads a missing session as 0
+  int nholders = array_int8(column(0, 1, &isnull), &holders, &no_session);
   int nalive;
   int64 *alive = alive_sessions(&nalive);
   int64 *dead = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(nholders, 1)));

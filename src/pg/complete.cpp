@@ -137,27 +137,38 @@ Datum zizq_complete_one(PG_FUNCTION_ARGS) {
   PG_RETURN_BOOL(done > 0);
 }
 
-// Returns the ids that were not applied (no longer in flight, or unknown).
+// Returns the ids that were not applied (no longer in flight, or unknown),
+// in the order given; a NULL id is never applied and comes back as NULL,
+// as in release and heartbeat.
 PG_FUNCTION_INFO_V1(zizq_complete_many);
 Datum zizq_complete_many(PG_FUNCTION_ARGS) {
   require_shared();
   int64 *ids;
-  int n = array_int8(PG_GETARG_DATUM(0), &ids);
+  bool *nulls;
+  int n = array_int8(PG_GETARG_DATUM(0), &ids, &nulls);
+  int64 *given = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(n, 1)));
+  int ngiven = 0;
+  for (int i = 0; i < n; ++i)
+    if (!nulls[i]) given[ngiven++] = ids[i];
   MemoryContext outer = CurrentMemoryContext;
   bool only_own_before = only_own_changes_so_far();
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
-  int64 *applied = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(n, 1)));
-  int done = complete_jobs(ids, n, applied);
+  int64 *applied = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(ngiven, 1)));
+  int done = complete_jobs(given, ngiven, applied);
   MemoryContext old = MemoryContextSwitchTo(outer);
   int64 *missed = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(n, 1)));
+  bool *missed_null = static_cast<bool *>(palloc(sizeof(bool) * ZZ_MAX(n, 1)));
   MemoryContextSwitchTo(old);
   std::sort(applied, applied + done);
   int nmissed = 0;
-  for (int i = 0; i < n; ++i)
-    if (!std::binary_search(applied, applied + done, ids[i])) missed[nmissed++] = ids[i];
+  for (int i = 0; i < n; ++i) {
+    if (!nulls[i] && std::binary_search(applied, applied + done, ids[i])) continue;
+    missed[nmissed] = ids[i];
+    missed_null[nmissed++] = nulls[i];
+  }
   SPI_finish();
   note_own_change(only_own_before, OwnChange::Durable);
-  PG_RETURN_DATUM(int8_array(missed, nmissed));
+  PG_RETURN_DATUM(int8_array_with_nulls(missed, missed_null, nmissed));
 }
 
 }  // extern "C"

@@ -1427,6 +1427,14 @@ int64 interval_ms(Interval *i) {
   return i->time / 1000 + int64(i->day) * 86400000 + int64(i->month) * 30 * 86400000;
 }
 
+// Ten years, as for a budget's duration: the deadline and the lease's end
+// are timestamps, which a longer interval could overflow.
+void refuse_above_ten_years(const char *what, int64 ms) {
+  if (ms > core::kMaxDurationMs)
+    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                    errmsg("%s must be at most 10 years, not %lld ms", what, static_cast<long long>(ms))));
+}
+
 Request read_request(FunctionCallInfo fcinfo) {
   Request r;
   memset(&r, 0, sizeof r);
@@ -1462,6 +1470,7 @@ Request read_request(FunctionCallInfo fcinfo) {
     r.wait_ms = interval_ms(PG_GETARG_INTERVAL_P(2));
     if (r.wait_ms < 0)
       ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait must not be negative")));
+    refuse_above_ten_years("wait", r.wait_ms);
   }
   if (!PG_ARGISNULL(3)) {
     r.leased = true;
@@ -1469,6 +1478,7 @@ Request read_request(FunctionCallInfo fcinfo) {
     if (r.lease_ms <= 0)
       ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("lease must be positive"),
                       errhint("omit the lease to tie the jobs to this session instead")));
+    refuse_above_ten_years("lease", r.lease_ms);
   } else {
     r.session = static_cast<int64>(my_session_id());
   }

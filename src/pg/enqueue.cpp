@@ -26,6 +26,7 @@
 #include "pg/xact.hpp"
 
 extern "C" {
+#include "utils/acl.h"
 #include "utils/fmgroids.h"
 }
 
@@ -56,8 +57,16 @@ struct JobInput {
 
 // ---- validation --------------------------------------------------------------
 
-void check_text_name(const char *kind, const char *value) {
-  run_core([&] { core::check_name(kind, value); });
+// `context` ("jobs[3]"), when given, says which element of enqueue_many.
+void check_text_name(const char *kind, const char *value, const char *context = nullptr) {
+  run_core([&] {
+    try {
+      core::check_name(kind, value);
+    } catch (const core::Error &e) {
+      if (context == nullptr) throw;
+      throw core::Error(e.state(), std::string(context) + ": " + e.message(), e.hint());
+    }
+  });
 }
 
 void check_priority_value(int64 priority, const char *what) {
@@ -159,8 +168,10 @@ void read_field(JobInput &job, core::JobField field, JsonbValue *v, const char *
       break;
     case core::JobField::ReadyAt:
       if (!is_null) {
+        char *text = jsonb_value_text(v);
+        run_core([&] { core::check_iso8601_timestamp(text, what); });
         job.has_ready_at = true;
-        job.ready_at = parse_timestamp(jsonb_value_text(v), what);
+        job.ready_at = parse_timestamp(text, what);
       }
       break;
     case core::JobField::Budgets:
@@ -224,8 +235,8 @@ void read_element(JobInput &job, JsonbContainer *element, int index, Datum empty
   if (!seen_queue || !seen_type)
     ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                     errmsg("%s needs a \"%s\"", job.label, seen_queue ? "type" : "queue")));
-  check_text_name("queue", job.queue);
-  check_text_name("type", job.type);
+  check_text_name("queue", job.queue, job.label);
+  check_text_name("type", job.type, job.label);
   if (job.unique_key != nullptr && job.unique_key[0] == '\0')
     ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s.unique_key must not be empty", job.label)));
 }
@@ -398,13 +409,30 @@ uint64 insert_rows_by_statement(JobInput *jobs, int n, bool unique_keys) {
   return run_plan(insert_plan(unique_keys), args, nullptr, false);
 }
 
-// The job holding `unique_key`, as a zizq.job with duplicate = true.
+// Whether the caller (the role outside this SECURITY DEFINER call) could
+// read a job that `enqueued_by` enqueued: the row security of zizq._jobs,
+// asked in C since this call reads the table as its owner.
+bool caller_may_read(Oid enqueued_by) {
+  Oid caller = GetOuterUserId();
+  if (caller == enqueued_by || superuser_arg(caller)) return true;
+  Oid admin = get_role_oid("zizq_admin", true);
+  return OidIsValid(admin) && has_privs_of_role(caller, admin);
+}
+
+// The job holding `unique_key`, as a zizq.job with duplicate = true; only
+// its id and unique key when the caller may not read it (another
+// producer's job: its payload is not the caller's to see).
 HeapTuple unique_holder(const char *unique_key, MemoryContext out) {
-  prepared(holder_plan, "SELECT " ZIZQ_JOB_COLUMNS " FROM zizq._jobs WHERE unique_hold = $1", {TEXTOID});
+  prepared(holder_plan, "SELECT " ZIZQ_JOB_COLUMNS ", enqueued_by FROM zizq._jobs WHERE unique_hold = $1",
+           {TEXTOID});
   Datum args[1] = {CStringGetTextDatum(unique_key)};
   if (run_plan(holder_plan, args, nullptr, false, 1) == 0) return nullptr;
+  bool isnull = false;
+  Datum owner = column(0, kJobColumns + 1, &isnull);
+  bool readable = !isnull && caller_may_read(DatumGetObjectId(owner));
   MemoryContext old = MemoryContextSwitchTo(out);
   HeapTuple t = job_tuple_from_spi(0, 1, true);
+  if (!readable) t = job_tuple_id_only(t);
   MemoryContextSwitchTo(old);
   return t;
 }
@@ -573,6 +601,12 @@ Datum zizq_enqueue(PG_FUNCTION_ARGS) {
   if (!PG_ARGISNULL(4)) {
     job.has_ready_at = true;
     job.ready_at = PG_GETARG_TIMESTAMPTZ(4);
+    // 'infinity' would schedule the job for never; '-infinity' reads as now
+    // nowhere else either.
+    if (TIMESTAMP_NOT_FINITE(job.ready_at))
+      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                      errmsg("ready_at must be a finite timestamp, not %s", timestamptz_to_str(job.ready_at)),
+                      errhint("pass NULL to run the job now")));
   }
   if (!PG_ARGISNULL(5)) parse_bindings(jsonb_datum_text(PG_GETARG_DATUM(5)), "budgets", &job.bindings);
   if (!PG_ARGISNULL(6)) {

@@ -2,6 +2,9 @@
 #include "pg/job_row.hpp"
 #include "pg/spi.hpp"
 
+#include <algorithm>
+#include <iterator>
+
 extern "C" {
 #include "catalog/namespace.h"
 #include "utils/syscache.h"
@@ -50,6 +53,17 @@ HeapTuple job_tuple_from_spi(uint64 row, int first_col, bool duplicate) {
   }
   values[kJobColumns] = BoolGetDatum(duplicate);
   nulls[kJobColumns] = false;
+  return heap_form_tuple(desc, values, nulls);
+}
+
+HeapTuple job_tuple_id_only(HeapTuple full) {
+  constexpr int kKept[] = {0, 11, 12, kJobColumns};  // id, unique_key, unique_while, duplicate
+  TupleDesc desc = job_desc();
+  Datum values[kJobColumns + 1];
+  bool nulls[kJobColumns + 1];
+  heap_deform_tuple(full, desc, values, nulls);
+  for (int i = 0; i <= kJobColumns; ++i)
+    if (std::find(std::begin(kKept), std::end(kKept), i) == std::end(kKept)) nulls[i] = true;
   return heap_form_tuple(desc, values, nulls);
 }
 

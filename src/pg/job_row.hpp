@@ -17,6 +17,11 @@ constexpr int kJobColumns = 19;
 // row `row`, formed in the current memory context.
 HeapTuple job_tuple_from_spi(uint64 row, int first_col, bool duplicate);
 
+// The same row with everything but id, unique_key, unique_while and
+// duplicate NULL: what a duplicate enqueue returns of a job the caller may
+// not read.
+HeapTuple job_tuple_id_only(HeapTuple full);
+
 // The attribute number of zizq._jobs column `name` in `table`, the
 // table's descriptor; raises if there is none.
 AttrNumber job_column(TupleDesc table, const char *name);

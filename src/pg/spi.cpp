@@ -81,6 +81,15 @@ Datum int8_array(const int64 *values, int n) {
                      TYPALIGN_DOUBLE);
 }
 
+Datum int8_array_with_nulls(const int64 *values, const bool *nulls, int n) {
+  Datum *elems = static_cast<Datum *>(palloc(sizeof(Datum) * ZZ_MAX(n, 1)));
+  for (int i = 0; i < n; ++i) elems[i] = Int64GetDatum(values[i]);
+  int dims[1] = {n};
+  int lbs[1] = {1};
+  return PointerGetDatum(construct_md_array(elems, const_cast<bool *>(nulls), 1, dims, lbs, INT8OID, 8,
+                                            FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
 Datum xid_array(const TransactionId *values, int n) {
   return datum_array(values, n, [](TransactionId v) { return TransactionIdGetDatum(v); }, XIDOID, 4, true,
                      TYPALIGN_INT);
@@ -97,14 +106,13 @@ int array_int4(Datum array, int32 **out) {
   return n;
 }
 
-int array_int8(Datum array, int64 **out) {
+int array_int8(Datum array, int64 **out, bool **nulls) {
   ArrayType *a = DatumGetArrayTypeP(array);
   Datum *elems;
-  bool *nulls;
   int n;
-  deconstruct_array(a, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &n);
+  deconstruct_array(a, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, nulls, &n);
   *out = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(n, 1)));
-  for (int i = 0; i < n; ++i) (*out)[i] = nulls[i] ? 0 : DatumGetInt64(elems[i]);
+  for (int i = 0; i < n; ++i) (*out)[i] = (*nulls)[i] ? 0 : DatumGetInt64(elems[i]);
   return n;
 }
 

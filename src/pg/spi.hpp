@@ -31,9 +31,13 @@ char *column_text(uint64 row, int col);
 
 Datum int4_array(const int32 *values, int n);
 Datum int8_array(const int64 *values, int n);
+// An int8[] whose elements flagged in `nulls` are NULL.
+Datum int8_array_with_nulls(const int64 *values, const bool *nulls, int n);
 Datum xid_array(const TransactionId *values, int n);
-// Elements of an int4[] / int8[] (no NULL elements); palloc'd.
+// Elements of an int4[] (no NULL elements); palloc'd.
 int array_int4(Datum array, int32 **out);
-int array_int8(Datum array, int64 **out);
+// Elements of an int8[]; a NULL element reads as 0 and is flagged in
+// *nulls. Both palloc'd.
+int array_int8(Datum array, int64 **out, bool **nulls);
 
 }  // namespace zizq::pg

@@ -91,6 +91,10 @@ TEST(backoff_and_retention_objects_are_validated) {
   check_retention(parse(R"({"completed_ms": 60000})"), "retention");
   CHECK_THROWS(check_retention(parse(R"({"completed_ms": 1.5})"), "retention"), kInvalid);
   CHECK_THROWS(check_retention(parse(R"({"failed_ms": 1})"), "retention"), kInvalid);
+  // Ten years at most: a complete or fail adds it to a timestamp.
+  check_retention(parse(R"({"completed_ms": 315360000000, "dead_ms": 0})"), "retention");
+  CHECK_THROWS(check_retention(parse(R"({"completed_ms": 315360000001})"), "retention"), kInvalid);
+  CHECK_THROWS(check_retention(parse(R"({"dead_ms": 9223372036854775807})"), "retention"), kInvalid);
   Retention r = retention_with(Retention{}, nullptr);
   CHECK_EQ(r.completed_ms, 0);
   CHECK_EQ(r.dead_ms, 604800000);
@@ -100,7 +104,13 @@ TEST(job_fields_and_types) {
   CHECK(job_field("queue", "jobs[0]") == JobField::Queue);
   CHECK_THROWS(job_field("queues", "jobs[0]"), kInvalid);
   check_job_field_type(JobField::Priority, json::Type::Number, "jobs[0]");
-  check_job_field_type(JobField::Priority, json::Type::Null, "jobs[0]");
+  // null: what SQL NULL is for enqueue's argument; never a silent default.
+  CHECK_THROWS(check_job_field_type(JobField::Priority, json::Type::Null, "jobs[0]"), kInvalid);
+  CHECK_THROWS(check_job_field_type(JobField::UniqueWhile, json::Type::Null, "jobs[0]"), kInvalid);
+  for (JobField optional : {JobField::ReadyAt, JobField::Budgets, JobField::UniqueKey, JobField::RetryLimit,
+                            JobField::Backoff, JobField::Retention})
+    check_job_field_type(optional, json::Type::Null, "jobs[0]");
+  check_job_field_type(JobField::Payload, json::Type::Null, "jobs[0]");
   CHECK_THROWS(check_job_field_type(JobField::Priority, json::Type::String, "jobs[0]"), kInvalid);
   CHECK_THROWS(check_job_field_type(JobField::Queue, json::Type::Null, "jobs[0]"), kInvalid);
   check_job_field_type(JobField::Payload, json::Type::String, "jobs[0]");
@@ -127,6 +137,20 @@ TEST(job_patch_parses_every_field) {
   CHECK_THROWS(parse_job_patch(parse(R"({"priority": 70000})")), kInvalid);
   CHECK_THROWS(parse_job_patch(parse(R"({"ready_at": 5})")), kInvalid);
   CHECK_THROWS(parse_job_patch(parse(R"({"backoff": 5})")), kInvalid);
+}
+
+TEST(timestamps_must_be_iso8601) {
+  for (const char *good : {"2027-01-31", "2027-01-31T09:30", "2027-01-31T09:30:00Z", "2027-01-31 09:30:00.123456+01:00",
+                           "2028-02-29T00:00:00-0530", "2027-12-31t23:59:59z", "0001-01-01 00:00+15"})
+    check_iso8601_timestamp(good, "ready_at");
+  for (const char *bad : {"", "now", "tomorrow", "infinity", "-infinity", "2027-1-31", "27-01-31", "2027-13-01",
+                          "2027-02-29", "2027-04-31", "0000-01-01", "2027-01-31T24:00", "2027-01-31T09:60",
+                          "2027-01-31T09:30:61", "2027-01-31T09", "2027-01-31T09:30:00.", "2027-01-31T09:30+16",
+                          "2027-01-31T09:30+01:6", "2027-01-31T09:30Zulu", "2027-01-31 09:30:00 UTC",
+                          "Jan 31 2027", "2027-01-31x", "12027-01-31"})
+    CHECK_THROWS(check_iso8601_timestamp(bad, "ready_at"), kInvalid);
+  CHECK_THROWS(parse_job_patch(parse(R"({"ready_at": "tomorrow"})")), kInvalid);
+  CHECK(parse_job_patch(parse(R"({"ready_at": "2027-01-31T09:30:00Z"})")).ready_at == JobPatch::Change::Set);
 }
 
 TEST(job_patch_merges_backoff_objects) {

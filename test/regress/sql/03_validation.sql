@@ -24,6 +24,9 @@ SELECT pg_temp.try(sql) FROM (VALUES
   ($$SELECT zizq.enqueue('q', 't', backoff => '[1]')$$),
   ($$SELECT zizq.enqueue('q', 't', retention => '{"completed_ms": "1"}')$$),
   ($$SELECT zizq.enqueue('q', 't', retention => '{"kept": 1}')$$),
+  ($$SELECT zizq.enqueue('q', 't', retention => '{"completed_ms": 315360000001}')$$),
+  ($$SELECT zizq.enqueue('q', 't', retention => '{"dead_ms": 9223372036854775807}')$$),
+  ($$SELECT zizq.enqueue('q', 't', ready_at => 'infinity')$$),
   ($$SELECT zizq.enqueue('q', 't', budgets => '{"key": "x"}')$$),
   ($$SELECT zizq.enqueue('q', 't', budgets => '[{"key": "missing"}]')$$)
 ) AS t(sql);
@@ -44,6 +47,14 @@ SELECT pg_temp.try(sql) FROM (VALUES
   ($$SELECT zizq.enqueue_many('[{"queue": "q", "type": "t", "priority": 70000}]')$$),
   ($$SELECT zizq.enqueue_many('[{"queue": "q", "type": "t", "ready_at": "tomorrow-ish"}]')$$),
   ($$SELECT zizq.enqueue_many('[{"queue": "q", "type": "t", "ready_at": 5}]')$$),
+  ($$SELECT zizq.enqueue_many('[{"queue": "q", "type": "t", "ready_at": "tomorrow"}]')$$),
+  ($$SELECT zizq.enqueue_many('[{"queue": "q", "type": "t", "ready_at": "infinity"}]')$$),
+  ($$SELECT zizq.enqueue_many('[{"queue": "q", "type": "t", "ready_at": "2027-02-29T00:00:00Z"}]')$$),
+  ($$SELECT zizq.enqueue_many('[{"queue": "q", "type": "t", "priority": null}]')$$),
+  ($$SELECT zizq.enqueue_many('[{"queue": "q", "type": "t", "unique_key": "k", "unique_while": null}]')$$),
+  ($$SELECT zizq.enqueue_many('[{"queue": "q", "type": "t"}, {"queue": "", "type": "t"}]')$$),
+  ($$SELECT zizq.enqueue_many('[{"queue": "q", "type": "a,b"}]')$$),
+  ($$SELECT zizq.enqueue_many('[{"queue": "q", "type": "t", "retention": {"completed_ms": 315360000001}}]')$$),
   ($$SELECT zizq.enqueue_many('[{"queue": "q", "type": "t", "unique_while": "active"}, {"queue": "q", "type": "t", "unique_while": "always"}]')$$),
   ($$SELECT zizq.enqueue_many('[{"queue": "q", "type": "t", "retry_limit": -2}]')$$),
   ($$SELECT zizq.enqueue_many('[{"queue": "q", "type": "t", "budgets": {"key": "a"}}]')$$),
@@ -62,8 +73,16 @@ SELECT pg_temp.try(sql) FROM (VALUES
   ($$SELECT zizq.dequeue(ARRAY['q?'])$$),
   ($$SELECT zizq.dequeue(wait => '-1 s')$$),
   ($$SELECT zizq.dequeue(lease => '0 s')$$),
+  ($$SELECT zizq.dequeue(wait => '11 years')$$),
+  ($$SELECT zizq.dequeue(lease => '300000 years')$$),
   ($$SELECT zizq.heartbeat(ARRAY[1], '-1 s')$$),
+  ($$SELECT zizq.heartbeat(ARRAY[1], '300000 years')$$),
   ($$SELECT zizq.fail(NULL)$$),
+  ($$SELECT zizq.fail(1, retry_at => 'infinity')$$),
+  ($$SELECT zizq.fail(1, kill => NULL)$$),
+  ($$SELECT zizq.get_job(NULL)$$),
+  ($$SELECT zizq.delete_job(NULL)$$),
+  ($$SELECT zizq.update_job(NULL, '{}')$$),
   ($$SELECT zizq.update_job(1, NULL)$$),
   ($$SELECT zizq.update_job(1, '[]')$$),
   ($$SELECT zizq.update_job(1, '{"status": "ready"}')$$),
@@ -72,6 +91,10 @@ SELECT pg_temp.try(sql) FROM (VALUES
   ($$SELECT zizq.update_job(1, '{"queue": "a]"}')$$),
   ($$SELECT zizq.update_job(1, '{"queue": null}')$$),
   ($$SELECT zizq.update_job(1, '{"ready_at": "not a time"}')$$),
+  ($$SELECT zizq.update_job(1, '{"ready_at": "now"}')$$),
+  ($$SELECT zizq.update_job(1, '{"ready_at": "2027-04-31"}')$$),
+  ($$SELECT zizq.update_job(1, '{"retention": {"dead_ms": 315360000001}}')$$),
+  ($$SELECT zizq.update_jobs(ARRAY[]::bigint[], '{"ready_at": "garbage"}')$$),
   ($$SELECT zizq.update_job(1, '{"backoff": {"exponent": -1}}')$$),
   ($$SELECT zizq.update_job(1, '{"retention": 7}')$$),
   ($$SELECT zizq.update_job(1, '{"retry_limit": -1}')$$),
@@ -80,3 +103,21 @@ SELECT pg_temp.try(sql) FROM (VALUES
 ) AS t(sql);
 SELECT id, queue, priority, status FROM zizq.jobs;
 SELECT count(*) AS empty_queues_array_not_taken FROM zizq.jobs WHERE status = 'in_flight';
+
+-- Accepted: ISO 8601 with a T or a space, Z or an offset; a JSON null where
+-- enqueue's argument defaults to NULL means "not given"; a payload may be
+-- JSON null, as enqueue's jsonb argument may.
+SELECT status, ready_at = '2999-01-31 09:30:00+00' AS at_that_instant, payload
+  FROM zizq.enqueue_many('[
+    {"queue": "iso", "type": "t", "ready_at": "2999-01-31T09:30:00Z"},
+    {"queue": "iso", "type": "t", "ready_at": "2999-01-31 10:30:00.000+01:00"},
+    {"queue": "iso", "type": "t", "ready_at": null, "budgets": null, "unique_key": null,
+     "retry_limit": null, "backoff": null, "retention": null, "payload": null}]');
+SELECT status, ready_at = '2999-01-31 09:30:00+00' AS at_that_instant
+  FROM zizq.update_job((SELECT max(id) FROM zizq.jobs WHERE queue = 'iso'), '{"ready_at": "2999-01-31T12:30+03"}');
+
+-- complete(bigint[]): a NULL id is never applied; it comes back as NULL in
+-- its place, as from release and heartbeat.
+SELECT zizq.complete(ARRAY[NULL, 424242, NULL]::bigint[]) AS not_applied;
+SELECT count(*) AS taken FROM zizq.dequeue(ARRAY['q'], 10);
+SELECT zizq.complete(ARRAY[NULL, (SELECT min(id) FROM zizq.jobs WHERE queue = 'q')]) AS not_applied;

@@ -72,6 +72,24 @@ SELECT pg_temp.try(sql) FROM (VALUES
 ) AS t(sql);
 RESET ROLE;
 
+-- A duplicate enqueue returns the job holding the key; of another
+-- producer's job only its id and key (its payload is not theirs to read).
+SET ROLE zq_producer;
+SELECT type, payload, duplicate FROM zizq.enqueue('roles-unique', 'secret', '{"card": "4111"}', unique_key => 'shared');
+RESET ROLE;
+SET ROLE zq_other_producer;
+SELECT id IS NOT NULL AS has_id, unique_key, unique_while, type, payload, status, duplicate
+  FROM zizq.enqueue('roles-unique', 'mine', unique_key => 'shared');
+SELECT id IS NOT NULL AS has_id, type, payload, duplicate
+  FROM zizq.enqueue_many('[{"queue": "roles-unique", "type": "mine", "unique_key": "shared"}]');
+RESET ROLE;
+SET ROLE zq_producer;
+SELECT type, payload, duplicate FROM zizq.enqueue('roles-unique', 'again', unique_key => 'shared');
+RESET ROLE;
+SET ROLE zq_admin;
+SELECT type, payload, duplicate FROM zizq.enqueue('roles-unique', 'admin', unique_key => 'shared');
+RESET ROLE;
+
 -- The functions that write run with a fixed search_path (SECURITY DEFINER).
 SELECT p.proname, p.prosecdef, p.proconfig
   FROM pg_proc p WHERE p.pronamespace = 'zizq'::regnamespace AND p.prosecdef
