@@ -479,7 +479,7 @@ BEGIN
   IF lease IS NOT NULL AND lease <= interval '0' THEN
     RAISE EXCEPTION 'lease must be positive, not %', lease USING ERRCODE = '22023';
   END IF;
-  IF lease > interval '3650 days' THEN  -- as dequeue: the lease's end must stay a timestamp
+  IF extract(epoch FROM lease) * 1000 > 315576000000 THEN  -- as dequeue: the lease's end must stay a timestamp
     RAISE EXCEPTION 'lease must be at most 10 years, not %', lease USING ERRCODE = '22023';
   END IF;
   WITH extended AS (
@@ -880,9 +880,15 @@ BEGIN
     END IF;
     result := current || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object('key', key, 'cost', cost, 'create_with', create_with)));
   ELSIF op = 'rebind' THEN
-    result := COALESCE((SELECT jsonb_agg(e ORDER BY n) FROM jsonb_array_elements(current) WITH ORDINALITY AS x(e, n)
-                         WHERE e->>'key' <> key), '[]')
-              || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object('key', key, 'cost', cost, 'create_with', create_with)));
+    -- A binding replaced keeps its place: the same bindings are no change.
+    result := CASE WHEN bound
+      THEN (SELECT jsonb_agg(CASE WHEN e->>'key' = key
+                                  THEN jsonb_strip_nulls(jsonb_build_object('key', key, 'cost', cost,
+                                                                            'create_with', create_with))
+                                  ELSE e END ORDER BY n)
+              FROM jsonb_array_elements(current) WITH ORDINALITY AS x(e, n))
+      ELSE current || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object('key', key, 'cost', cost,
+                                                                             'create_with', create_with))) END;
   ELSIF op = 'set_cost' THEN
     IF NOT bound THEN
       IF strict THEN
@@ -964,7 +970,10 @@ BEGIN
     END IF;
     -- Validates, creates create_with budgets, checks capacity: refusals raise.
     resolved := zizq._bindings(wanted, format('job %s', j.id));
-    IF resolved.budgets IS NOT DISTINCT FROM j.budgets THEN
+    -- The same keys at the same costs, in any order, are no change (each
+    -- key appears once, so containment both ways is equality of sets).
+    IF resolved.budgets IS NOT DISTINCT FROM j.budgets
+       OR (resolved.budgets @> j.budgets AND j.budgets @> resolved.budgets) THEN
       last := j;
       CONTINUE;
     END IF;

@@ -32,9 +32,10 @@ void check_backoff(const json::Value &v, const std::string &what);
 Backoff backoff_with(const Backoff &defaults, const json::Value *job_backoff,
                      const std::string &what = "backoff");
 
-// The longest retention a job may ask for: ten years, like a budget's
-// duration; far enough for "keep it", near enough for timestamp arithmetic.
-inline constexpr int64_t kMaxRetentionMs = 315360000000;
+// The longest retention a job may ask for: ten years, as a budget's
+// duration (365.25 days each); far enough for "keep it", near enough for
+// timestamp arithmetic.
+inline constexpr int64_t kMaxRetentionMs = 315576000000;
 
 // Validates a per-job retention object ({"completed_ms", "dead_ms"}, each
 // 0..kMaxRetentionMs).

@@ -38,11 +38,10 @@ void refuse_extra(std::string_view what, std::string_view key) {
           "while_in_flight limits concurrency: tokens come back when a job stops running");
 }
 
-// One integer member of a JSON object, or `absent` when missing or null.
-int64_t integer_member(const json::Value &object, std::string_view name, std::string_view context,
-                       int64_t absent) {
+// One integer member of a JSON object; nullopt when missing or null.
+std::optional<int64_t> integer_member(const json::Value &object, std::string_view name, std::string_view context) {
   const json::Value *v = object.find(name);
-  if (v == nullptr || v->is_null()) return absent;
+  if (v == nullptr || v->is_null()) return std::nullopt;
   return integer_value(*v, std::string(context) + "." + std::string(name));
 }
 
@@ -57,25 +56,25 @@ Strategy parse_strategy(std::string_view text, std::string_view budget_key) {
           "strategy is \"while_in_flight\" (concurrency) or \"time_based\" (rate)");
 }
 
-Policy make_policy(std::string_view key, int64_t allocation, std::string_view strategy, int64_t duration_ms,
-                   int64_t burst) {
+Policy make_policy(std::string_view key, int64_t allocation, std::string_view strategy,
+                   std::optional<int64_t> duration_ms, std::optional<int64_t> burst) {
   Policy p;
   p.strategy = parse_strategy(strategy, key);
   check_allocation(allocation, key);
   p.allocation = allocation;
   if (!p.time_based()) {
-    if (duration_ms >= 0) refuse_extra("duration", key);
-    if (burst >= 0) refuse_extra("burst", key);
+    if (duration_ms) refuse_extra("duration", key);
+    if (burst) refuse_extra("burst", key);
     return p;
   }
-  if (duration_ms < 0)
+  if (!duration_ms)
     invalid("time_based budget " + quoted(key) + " needs a duration",
             "give the period over which the allocation drips back, e.g. duration => '1 minute'");
-  check_duration(duration_ms, key);
-  p.duration_ms = duration_ms;
-  if (burst >= 0) {
-    check_burst(burst, key);
-    p.burst = burst;
+  check_duration(*duration_ms, key);
+  p.duration_ms = *duration_ms;
+  if (burst) {
+    check_burst(*burst, key);
+    p.burst = *burst;
   }
   return p;
 }
@@ -94,10 +93,9 @@ Policy policy_from_json(const json::Value &form, std::string_view key) {
   std::string type_text = string_value(*type, context + ".strategy.type");
   if (form.find("allocation") == nullptr || form.find("allocation")->is_null())
     invalid(context + " needs an allocation");
-  int64_t allocation = integer_member(form, "allocation", context, -1);
-  int64_t duration_ms = integer_member(*strategy, "duration_ms", context + ".strategy", -1);
-  int64_t burst = integer_member(*strategy, "burst", context + ".strategy", -1);
-  return make_policy(key, allocation, type_text, duration_ms, burst);
+  int64_t allocation = *integer_member(form, "allocation", context);
+  return make_policy(key, allocation, type_text, integer_member(*strategy, "duration_ms", context + ".strategy"),
+                     integer_member(*strategy, "burst", context + ".strategy"));
 }
 
 json::Value policy_to_json(const Policy &p) {

@@ -8,6 +8,7 @@
 #include "core/cpp_only.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -19,9 +20,10 @@ enum class Strategy : int32_t { WhileInFlight = 1, TimeBased = 2 };
 
 inline constexpr int64_t kMaxAllocation = 1000000;
 inline constexpr int64_t kMaxBurst = 1000000;
-// Ten years: long enough for any quota, short enough that the interval
-// arithmetic of the SQL layer stays exact.
-inline constexpr int64_t kMaxDurationMs = 315360000000;
+// Ten years as PostgreSQL counts an interval's epoch (365.25 days each, so
+// that duration => '10 years' passes): long enough for any quota, short
+// enough that the interval arithmetic of the SQL layer stays exact.
+inline constexpr int64_t kMaxDurationMs = 315576000000;
 
 // A plain value type: it is stored in shared memory as it is.
 struct Policy {
@@ -43,10 +45,11 @@ const char *strategy_name(Strategy s);
 // Parses "while_in_flight" / "time_based"; throws 22023 naming the budget otherwise.
 Strategy parse_strategy(std::string_view text, std::string_view budget_key);
 
-// Builds a policy from define_budget's arguments. duration_ms < 0 and burst < 0
-// mean "not given". Throws 22023 with a message naming the budget.
+// Builds a policy from define_budget's arguments; nullopt is "not given" (a
+// negative value is given, and refused). Throws 22023 with a message naming
+// the budget.
 Policy make_policy(std::string_view budget_key, int64_t allocation, std::string_view strategy,
-                   int64_t duration_ms, int64_t burst);
+                   std::optional<int64_t> duration_ms, std::optional<int64_t> burst);
 
 // Parses the JSON form (create_with). Unknown fields, wrong types and invalid
 // values are refused with 22023.

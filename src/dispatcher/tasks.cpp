@@ -174,9 +174,11 @@ bool load_state() {
     int64 allocation = column_int32(i, 2);
     char *strategy = column_text(i, 3);
     Datum duration = column(i, 4, &isnull);
-    int64 duration_ms = isnull ? -1 : DatumGetInt64(duration);
+    std::optional<int64_t> duration_ms;
+    if (!isnull) duration_ms = DatumGetInt64(duration);
     Datum burst = column(i, 5, &isnull);
-    int64 burst_v = isnull ? -1 : DatumGetInt32(burst);
+    std::optional<int64_t> burst_v;
+    if (!isnull) burst_v = DatumGetInt32(burst);
     core::Policy p;
     run_core([&] { p = core::make_policy("", allocation, strategy, duration_ms, burst_v); });
     all[i].policy = p;

@@ -29,7 +29,9 @@ SPIPlanPtr count_plan = nullptr;
 
 struct KeySlot {
   const char *key;
-  int first_job, first_binding;  // where it first appears (its create_with wins)
+  // Its first appearance with a create_with (the first definition in the
+  // call wins, wherever plain references to it stand), else its first.
+  int first_job, first_binding;
   int32 id;
   core::Policy policy;
 };
@@ -46,9 +48,11 @@ bool find_budget_row(const char *key, KeySlot *slot) {
   slot->id = column_int32(0, 1);
   bool isnull = false;
   Datum duration = column(0, 4, &isnull);
-  int64 duration_ms = isnull ? -1 : DatumGetInt64(duration);
+  std::optional<int64_t> duration_ms;
+  if (!isnull) duration_ms = DatumGetInt64(duration);
   Datum burst = column(0, 5, &isnull);
-  int64 burst_v = isnull ? -1 : DatumGetInt32(burst);
+  std::optional<int64_t> burst_v;
+  if (!isnull) burst_v = DatumGetInt32(burst);
   char *strategy = column_text(0, 3);
   int64 allocation = column_int32(0, 2);
   run_core([&] { slot->policy = core::make_policy(key, allocation, strategy, duration_ms, burst_v); });
@@ -149,9 +153,16 @@ void resolve_bindings(Bindings *jobs, int njobs, const char *(*describe)(int, vo
   int nkeys = 0;
   for (int j = 0; j < njobs; ++j)
     for (int i = 0; i < jobs[j].n; ++i) {
-      bool seen = false;
-      for (int k = 0; k < nkeys && !seen; ++k) seen = strcmp(keys[k].key, jobs[j].items[i].key) == 0;
-      if (!seen) keys[nkeys++] = KeySlot{jobs[j].items[i].key, j, i, 0, core::Policy{}};
+      const BindingInput &item = jobs[j].items[i];
+      KeySlot *slot = nullptr;
+      for (int k = 0; k < nkeys && slot == nullptr; ++k)
+        if (strcmp(keys[k].key, item.key) == 0) slot = &keys[k];
+      if (slot == nullptr) {
+        keys[nkeys++] = KeySlot{item.key, j, i, 0, core::Policy{}};
+      } else if (item.has_create_with && !jobs[slot->first_job].items[slot->first_binding].has_create_with) {
+        slot->first_job = j;
+        slot->first_binding = i;
+      }
     }
   // A fixed lock order: two binders never wait on each other in a cycle.
   qsort(keys, nkeys, sizeof(KeySlot), compare_keys);
@@ -230,8 +241,9 @@ Datum zizq_policy(PG_FUNCTION_ARGS) {
     ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("allocation and strategy must not be NULL")));
   int64 allocation = PG_GETARG_INT32(1);
   char *strategy = text_to_cstring(PG_GETARG_TEXT_PP(2));
-  int64 duration_ms = PG_ARGISNULL(3) ? -1 : PG_GETARG_INT64(3);
-  int64 burst = PG_ARGISNULL(4) ? -1 : PG_GETARG_INT32(4);
+  std::optional<int64_t> duration_ms, burst;
+  if (!PG_ARGISNULL(3)) duration_ms = PG_GETARG_INT64(3);
+  if (!PG_ARGISNULL(4)) burst = PG_GETARG_INT32(4);
   core::Policy p;
   run_core([&] { p = core::make_policy(key, allocation, strategy, duration_ms, burst); });
   PG_RETURN_DATUM(jsonb_from_text(policy_json_text(p)));

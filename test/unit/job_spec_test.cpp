@@ -55,17 +55,20 @@ TEST(bindings_refuse_bad_input) {
   CHECK_THROWS(bindings(R"([{"key": "a"}, {"key": "a"}])"), kInvalid);
   CHECK_THROWS(bindings(R"([{"key":"a"},{"key":"b"},{"key":"c"},{"key":"d"},{"key":"e"}])"), kInvalid);
   CHECK_THROWS(bindings(R"([{"key": "a", "create_with": {"allocation": 1}}])"), kInvalid);
-  // create_with that could never run the job: 23514.
-  CHECK_THROWS(bindings(R"([{"key": "a", "cost": 4,
-      "create_with": {"allocation": 3, "strategy": {"type": "while_in_flight"}}}])"),
-               Sqlstate::CheckViolation);
+  // A create_with is validated, but the cost is not checked against it here:
+  // an existing budget ignores it (checked once resolved, against the policy
+  // that applies).
+  CHECK_THROWS(bindings(R"([{"key": "a", "create_with": {"allocation": 0, "strategy": {"type": "while_in_flight"}}}])"),
+               kInvalid);
+  CHECK_EQ(bindings(R"([{"key": "a", "cost": 4,
+      "create_with": {"allocation": 3, "strategy": {"type": "while_in_flight"}}}])")[0].cost, 4);
 }
 
 TEST(capacity_rule_uses_burst_when_set) {
   Policy p = make_policy("k", 10, "time_based", 1000, 2);
   check_fits(2, p, "k", "job 1");
   CHECK_THROWS(check_fits(3, p, "k", "job 1"), Sqlstate::CheckViolation);
-  check_fits(10, make_policy("k", 10, "time_based", 1000, -1), "k", "job 1");
+  check_fits(10, make_policy("k", 10, "time_based", 1000, std::nullopt), "k", "job 1");
 }
 
 TEST(backoff_formula) {
@@ -92,8 +95,8 @@ TEST(backoff_and_retention_objects_are_validated) {
   CHECK_THROWS(check_retention(parse(R"({"completed_ms": 1.5})"), "retention"), kInvalid);
   CHECK_THROWS(check_retention(parse(R"({"failed_ms": 1})"), "retention"), kInvalid);
   // Ten years at most: a complete or fail adds it to a timestamp.
-  check_retention(parse(R"({"completed_ms": 315360000000, "dead_ms": 0})"), "retention");
-  CHECK_THROWS(check_retention(parse(R"({"completed_ms": 315360000001})"), "retention"), kInvalid);
+  check_retention(parse(R"({"completed_ms": 315576000000, "dead_ms": 0})"), "retention");
+  CHECK_THROWS(check_retention(parse(R"({"completed_ms": 315576000001})"), "retention"), kInvalid);
   CHECK_THROWS(check_retention(parse(R"({"dead_ms": 9223372036854775807})"), "retention"), kInvalid);
   Retention r = retention_with(Retention{}, nullptr);
   CHECK_EQ(r.completed_ms, 0);

@@ -14,26 +14,38 @@ Policy patched(const Policy &p, const char *patch) { return patch_policy(p, pars
 }  // namespace
 
 TEST(make_policy_accepts_both_strategies) {
-  Policy c = make_policy("c", 5, "while_in_flight", -1, -1);
+  Policy c = make_policy("c", 5, "while_in_flight", std::nullopt, std::nullopt);
   CHECK(!c.time_based());
   CHECK_EQ(c.capacity(), 5);
   Policy t = make_policy("t", 100, "time_based", 60000, 5);
   CHECK(t.time_based());
   CHECK_EQ(t.capacity(), 5);
-  CHECK_EQ(make_policy("t", 100, "time_based", 60000, -1).capacity(), 100);
+  CHECK_EQ(make_policy("t", 100, "time_based", 60000, std::nullopt).capacity(), 100);
   CHECK_EQ(make_policy("t", 100, "time_based", 60000, 300).capacity(), 300);
 }
 
 TEST(make_policy_refuses_bad_values) {
-  CHECK_THROWS(make_policy("k", 0, "while_in_flight", -1, -1), kInvalid);
-  CHECK_THROWS(make_policy("k", 1000001, "while_in_flight", -1, -1), kInvalid);
-  CHECK_THROWS(make_policy("k", 5, "concurrency", -1, -1), kInvalid);
-  CHECK_THROWS(make_policy("k", 5, "while_in_flight", 1000, -1), kInvalid);  // duration given
-  CHECK_THROWS(make_policy("k", 5, "while_in_flight", -1, 2), kInvalid);     // burst given
-  CHECK_THROWS(make_policy("k", 5, "time_based", -1, -1), kInvalid);         // no duration
-  CHECK_THROWS(make_policy("k", 5, "time_based", 0, -1), kInvalid);
+  CHECK_THROWS(make_policy("k", 0, "while_in_flight", std::nullopt, std::nullopt), kInvalid);
+  CHECK_THROWS(make_policy("k", 1000001, "while_in_flight", std::nullopt, std::nullopt), kInvalid);
+  CHECK_THROWS(make_policy("k", 5, "concurrency", std::nullopt, std::nullopt), kInvalid);
+  CHECK_THROWS(make_policy("k", 5, "while_in_flight", 1000, std::nullopt), kInvalid);  // duration given
+  CHECK_THROWS(make_policy("k", 5, "while_in_flight", std::nullopt, 2), kInvalid);     // burst given
+  CHECK_THROWS(make_policy("k", 5, "time_based", std::nullopt, std::nullopt), kInvalid);         // no duration
+  CHECK_THROWS(make_policy("k", 5, "time_based", 0, std::nullopt), kInvalid);
   CHECK_THROWS(make_policy("k", 5, "time_based", 1000, 0), kInvalid);
   CHECK_THROWS(make_policy("k", 5, "time_based", 1000, 1000001), kInvalid);
+  // A negative value is given, not "not given": refused, never dropped.
+  CHECK_THROWS(make_policy("k", 5, "while_in_flight", -1000, std::nullopt), kInvalid);
+  CHECK_THROWS(make_policy("k", 5, "while_in_flight", std::nullopt, -3), kInvalid);
+  CHECK_THROWS(make_policy("k", 5, "time_based", -1000, std::nullopt), kInvalid);
+  CHECK_THROWS(make_policy("k", 5, "time_based", 1000, -3), kInvalid);
+  CHECK_THROWS(from(R"({"allocation": 1, "strategy": {"type": "while_in_flight", "burst": -1}})"), kInvalid);
+  CHECK_THROWS(patched(from(R"({"allocation": 1, "strategy": {"type": "time_based", "duration_ms": 1000, "burst": 2}})"),
+                       R"({"strategy": {"burst": -7}})"),
+               kInvalid);
+  // Ten years as an interval's epoch counts them ('10 years' = 3652.5 days).
+  make_policy("k", 5, "time_based", 315576000000, std::nullopt);
+  CHECK_THROWS(make_policy("k", 5, "time_based", 315576000001, std::nullopt), kInvalid);
 }
 
 TEST(policy_json_round_trip) {
@@ -41,7 +53,7 @@ TEST(policy_json_round_trip) {
   CHECK_EQ(json::serialize(policy_to_json(p)),
            std::string(R"({"allocation": 3, "strategy": {"type": "time_based", "duration_ms": 1000, "burst": 7}})"));
   CHECK(from(R"({"allocation": 3, "strategy": {"type": "while_in_flight"}})") ==
-        make_policy("k", 3, "while_in_flight", -1, -1));
+        make_policy("k", 3, "while_in_flight", std::nullopt, std::nullopt));
 }
 
 TEST(policy_json_refuses_bad_shapes) {

@@ -12,10 +12,10 @@ constexpr int64_t kMs = 1000;
 constexpr int64_t kSec = 1000 * kMs;
 
 Policy time_based(int64_t allocation, int64_t duration_ms, int64_t burst = 0) {
-  return make_policy("t", allocation, "time_based", duration_ms, burst > 0 ? burst : -1);
+  return make_policy("t", allocation, "time_based", duration_ms, burst > 0 ? std::optional<int64_t>(burst) : std::nullopt);
 }
 
-Policy in_flight(int64_t allocation) { return make_policy("c", allocation, "while_in_flight", -1, -1); }
+Policy in_flight(int64_t allocation) { return make_policy("c", allocation, "while_in_flight", std::nullopt, std::nullopt); }
 
 // Spends every whole token at `now`.
 void drain(const Policy &p, TokenState &s, int64_t now) {

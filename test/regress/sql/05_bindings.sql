@@ -31,12 +31,26 @@ SELECT pg_temp.try(sql) FROM (VALUES
   ($$SELECT zizq.enqueue('mail', 's', budgets => '[{"key": "new", "cost": 3, "create_with": {"allocation": 2, "strategy": {"type": "while_in_flight"}}}]')$$),
   ($$SELECT zizq.enqueue('mail', 's', budgets => '[{"key": "new", "create_with": {"allocation": 2, "strategy": {"type": "while_in_flight", "burst": 1}}}]')$$),
   ($$SELECT zizq.enqueue('mail', 's', budgets => '[{"key": "new", "create_with": {"allocation": 2}}]')$$),
+  ($$SELECT zizq.enqueue('mail', 's', budgets => '[{"key": "new", "create_with": {"allocation": 2, "strategy": {"type": "while_in_flight", "burst": -1}}}]')$$),
   ($$SELECT zizq.enqueue('mail', 's', budgets => '[{"key": "new", "create_with": {"allocation": 2, "strategy": {"type": "while_in_flight"}}}, {"key": "ghost"}]')$$),
   ($$SELECT zizq.enqueue('mail', 's', budgets => '[{"key": "a"}, {"key": "b"}, {"key": "c"}, {"key": "d"}, {"key": "e"}]')$$),
   ($$SELECT zizq.enqueue_many('[{"queue": "m", "type": "t", "budgets": [{"key": "emails"}]}, {"queue": "m", "type": "t", "budgets": [{"key": "stripe", "cost": 9}]}]')$$)
 ) AS t(sql);
 SELECT count(*) AS jobs_after FROM zizq.jobs;
 SELECT count(*) AS budget_new_absent FROM zizq.budgets WHERE key = 'new';
+
+-- The cost is checked against the policy that applies: an existing budget's
+-- (create_with ignored), or the call's first definition, which a plain
+-- reference earlier in the call also uses.
+SELECT key FROM zizq.define_budget('roomy', 10, 'while_in_flight');
+SELECT budgets FROM zizq.enqueue('mail', 'fits', budgets =>
+  '[{"key": "roomy", "cost": 5, "create_with": {"allocation": 1, "strategy": {"type": "while_in_flight"}}}]');
+SELECT type, budgets FROM zizq.enqueue_many('[
+  {"queue": "mail", "type": "ref", "budgets": [{"key": "later", "cost": 2}]},
+  {"queue": "mail", "type": "def", "budgets": [{"key": "later", "cost": 2, "create_with": {"allocation": 3, "strategy": {"type": "while_in_flight"}}}]},
+  {"queue": "mail", "type": "other", "budgets": [{"key": "later", "cost": 2, "create_with": {"allocation": 1, "strategy": {"type": "while_in_flight"}}}]}]');
+SELECT allocation FROM zizq.get_budget('later');
+SELECT pg_temp.try($$SELECT zizq.enqueue('mail', 's', budgets => '[{"key": "roomy", "cost": 11, "create_with": {"allocation": 20, "strategy": {"type": "while_in_flight"}}}]')$$);
 
 -- One job: bind, rebind, set_budget_cost, unbind, unbind_all, replace.
 SELECT id FROM zizq.enqueue('mail', 'one') \gset
@@ -90,6 +104,17 @@ SELECT id, budgets FROM zizq.jobs WHERE id = ANY (:'batch'::bigint[]) ORDER BY i
 SELECT zizq.replace_budgets(:'batch'::bigint[], '[{"key": "first"}]');
 SELECT zizq.unbind_all_budgets(:'batch'::bigint[]);
 SELECT pg_temp.try(format($$SELECT zizq.set_budget_cost(%L::bigint[], 'stripe', 4)$$, :'batch'));
+
+-- The same keys at the same costs, in any order, are no change: nothing is
+-- rewritten, and an in-flight job is not listed as blocked.
+SELECT id AS pair_flying FROM zizq.enqueue('pair', 't', budgets => '[{"key": "emails"}, {"key": "stripe"}]') \gset
+SELECT id FROM zizq.dequeue(ARRAY['pair']);
+SELECT id AS pair_ready FROM zizq.enqueue('pair', 't', budgets => '[{"key": "emails"}, {"key": "stripe"}]') \gset
+SELECT zizq.rebind_budget(ARRAY[:pair_flying, :pair_ready], 'emails', 1) AS same_binding;
+SELECT zizq.replace_budgets(ARRAY[:pair_flying, :pair_ready], '[{"key": "stripe"}, {"key": "emails"}]') AS same_set;
+SELECT budgets FROM zizq.rebind_budget(:pair_flying, 'emails', 1);
+SELECT budgets FROM zizq.rebind_budget(:pair_ready, 'emails', 2);  -- keeps its place
+SELECT zizq.complete(:pair_flying);
 SELECT zizq.bind_budget(ARRAY(SELECT id FROM zizq.jobs WHERE queue = 'nothing'), 'emails') AS empty_selection;
 
 -- Filtering jobs by budget key uses the index.
