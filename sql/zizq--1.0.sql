@@ -363,8 +363,8 @@ CREATE FUNCTION zizq._budget_live(
     OUT id integer, OUT tokens numeric, OUT whole_tokens bigint, OUT in_flight_cost bigint,
     OUT debt bigint, OUT next_token_at timestamptz, OUT parked_hint bigint)
   RETURNS SETOF record LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_budget_live';
-CREATE FUNCTION zizq._due_at(budget_id integer, cost integer) RETURNS timestamptz
-  LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_due_at';
+CREATE FUNCTION zizq._due_at(budget_id integer, cost integer, ahead_cost bigint DEFAULT 0) RETURNS timestamptz
+  LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'zizq_due_at';
 
 CREATE FUNCTION zizq.dispatcher_state(
     OUT running boolean, OUT budgets_loaded boolean, OUT budgets bigint, OUT offers integer,
@@ -1084,7 +1084,12 @@ DECLARE
   detail jsonb := '[]';
   b record;
   ahead bigint;
+  ahead_cost bigint;
+  due timestamptz;
+  blocked_here boolean;
   holder record;
+  holder_ahead bigint;  -- set with holder (its fields cannot be read while unset)
+  holder_key text;
   latest timestamptz;
   waits_for_release boolean := false;
 BEGIN
@@ -1109,29 +1114,37 @@ BEGIN
     r.reason := 'ready: no budgets; the next dequeue of its queue takes it';
   ELSE
     FOR b IN
-      SELECT c.budget_id, c.cost, bu.key, bu.strategy, l.tokens, l.whole_tokens,
-             zizq._due_at(c.budget_id, c.cost) AS due
+      SELECT c.budget_id, c.cost, bu.key, bu.strategy, l.tokens, l.whole_tokens
         FROM unnest(j.budget_ids, j.budget_costs) WITH ORDINALITY AS c(budget_id, cost, n)
         JOIN zizq.budgets bu ON bu.id = c.budget_id
         LEFT JOIN zizq._budget_live() l ON l.id = c.budget_id
        ORDER BY c.n
     LOOP
-      SELECT count(*) INTO ahead FROM zizq._jobs o
+      -- The parked jobs ahead in this budget's line are paid first: the
+      -- job's turn comes when the budget has paid for them too.
+      SELECT count(*), COALESCE(sum(oc.cost), 0) INTO ahead, ahead_cost
+        FROM zizq._jobs o, unnest(o.budget_ids, o.budget_costs) AS oc(budget_id, cost)
        WHERE o.status = 'ready' AND o.parked AND o.queue = j.queue AND o.budget_ids @> ARRAY[b.budget_id]
-         AND (o.priority, o.id) < (j.priority, j.id);
+         AND (o.priority, o.id) < (j.priority, j.id) AND oc.budget_id = b.budget_id;
+      due := zizq._due_at(b.budget_id, b.cost, ahead_cost);
       detail := detail || jsonb_build_array(jsonb_build_object(
         'key', b.key, 'strategy', b.strategy, 'tokens', b.tokens, 'cost', b.cost,
-        'can_pay', COALESCE(b.whole_tokens >= b.cost, false), 'parked_ahead', ahead, 'due_at', b.due));
-      IF ahead > 0 AND holder IS NULL THEN
+        'can_pay', COALESCE(b.whole_tokens >= b.cost, false), 'parked_ahead', ahead, 'due_at', due));
+      IF ahead > 0 AND holder_ahead IS NULL THEN
         holder := b;
+        holder_ahead := ahead;
+        holder_key := b.key;
         r.reason := format('ready, waiting in budget "%s"''s line behind %s parked job(s)', b.key, ahead);
       END IF;
-      IF NOT COALESCE(b.whole_tokens >= b.cost, false) THEN
-        IF b.due IS NULL THEN
+      blocked_here := ahead > 0 OR NOT COALESCE(b.whole_tokens >= b.cost, false);
+      IF blocked_here THEN
+        IF due IS NULL THEN
           waits_for_release := true;
         ELSE
-          latest := GREATEST(latest, b.due);
+          latest := GREATEST(latest, due);
         END IF;
+      END IF;
+      IF NOT COALESCE(b.whole_tokens >= b.cost, false) THEN
         IF r.budget IS NULL THEN
           r.budget := b.key;
           r.tokens := b.tokens;
@@ -1144,12 +1157,15 @@ BEGIN
       r.runnable := true;
       r.budget := NULL;
       r.reason := 'ready: offered by the dispatcher; the next dequeue of its queue takes it';
-    ELSIF r.budget IS NULL AND holder IS NULL THEN
+    ELSIF r.budget IS NULL AND holder_ahead IS NULL THEN
       r.runnable := true;
       r.reason := 'ready: every budget can pay; the next dequeue of its queue takes it';
     ELSIF r.budget IS NOT NULL THEN
-      r.reason := format('ready, parked: budget "%s" has %s of the %s tokens the job costs%s', r.budget,
+      r.reason := format('ready, parked: budget "%s" has %s of the %s tokens the job costs%s%s', r.budget,
                          r.tokens, r.cost,
+                         CASE WHEN holder_ahead IS NOT NULL
+                              THEN format(', behind %s parked job(s) in budget "%s"''s line', holder_ahead, holder_key)
+                              ELSE '' END,
                          CASE WHEN waits_for_release THEN '; it runs when a job bound to it stops running'
                               ELSE format('; it can run at %s', latest) END);
       r.next_run_at := CASE WHEN waits_for_release THEN NULL ELSE latest END;
@@ -1157,6 +1173,7 @@ BEGIN
       r.budget := holder.key;
       r.tokens := holder.tokens;
       r.cost := holder.cost;
+      r.next_run_at := CASE WHEN waits_for_release THEN NULL ELSE latest END;
     END IF;
   END IF;
   RETURN r;

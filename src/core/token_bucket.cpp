@@ -127,6 +127,17 @@ std::optional<int64_t> due_time(const Policy &p, const TokenState &s, int64_t co
   return reach_time(p, now, Units(cost) * unit_per_token(p));
 }
 
+std::optional<int64_t> due_time_behind(const Policy &p, const TokenState &s, int64_t ahead_cost, int64_t cost,
+                                       int64_t now_us) {
+  if (ahead_cost <= 0) return due_time(p, s, cost, now_us);
+  now_us = not_before_settle(s, now_us);
+  if (cost > p.capacity()) return std::nullopt;
+  if (!p.time_based())  // all of them at once, or a release first
+    return p.allocation - s.in_flight >= ahead_cost + cost ? std::optional<int64_t>(now_us) : std::nullopt;
+  TokenState now = settled_copy(p, s, now_us);
+  return std::max(now_us, reach_time(p, now, Units(ahead_cost + cost) * unit_per_token(p)));
+}
+
 std::optional<int64_t> next_token_time(const Policy &p, const TokenState &s, int64_t now_us) {
   if (!p.time_based()) return std::nullopt;
   TokenState now = settled_copy(p, s, not_before_settle(s, now_us));

@@ -79,6 +79,15 @@ void release(TokenState &s, int64_t cost);
 // or the cost exceeds the capacity.
 std::optional<int64_t> due_time(const Policy &p, const TokenState &s, int64_t cost, int64_t now_us);
 
+// When a job of `cost` can be paid behind jobs costing `ahead_cost` in all
+// that stand before it in the budget's line, if each is paid as soon as the
+// budget can and nothing else spends: tokens dripping in go to those ahead
+// first, so the job waits for ahead_cost + cost of them (never clipped by
+// the capacity, since each payment makes room). nullopt when only releases
+// can help, or the job's own cost exceeds the capacity.
+std::optional<int64_t> due_time_behind(const Policy &p, const TokenState &s, int64_t ahead_cost, int64_t cost,
+                                       int64_t now_us);
+
 // When the next whole token drips in; nullopt when full or not time_based.
 std::optional<int64_t> next_token_time(const Policy &p, const TokenState &s, int64_t now_us);
 

@@ -383,10 +383,13 @@ Datum zizq_budget_live(PG_FUNCTION_ARGS) {
 
 // When a budget can next pay `cost` (now if it can; NULL when only a
 // release can help).
+// zizq._due_at(budget_id, cost, ahead_cost): when the budget can pay `cost`
+// behind jobs costing `ahead_cost` in its line (NULL: only a release helps).
 PG_FUNCTION_INFO_V1(zizq_due_at);
 Datum zizq_due_at(PG_FUNCTION_ARGS) {
   int32 id = budget_id_arg(fcinfo);
   int64 cost = PG_GETARG_INT32(1);
+  int64 ahead_cost = PG_GETARG_INT64(2);
   LWLockAcquire(shared->budget_lock, LW_SHARED);
   BudgetEntry *b = find_budget(id);
   BudgetEntry copy;
@@ -397,7 +400,7 @@ Datum zizq_due_at(PG_FUNCTION_ARGS) {
   int64 now = monotonic_us(), due = 0;
   bool has_due = false;
   run_core([&] {
-    auto t = core::due_time(copy.policy, copy.tokens, cost, now);
+    auto t = core::due_time_behind(copy.policy, copy.tokens, ahead_cost, cost, now);
     has_due = t.has_value();
     due = t.value_or(0);
   });

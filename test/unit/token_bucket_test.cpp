@@ -232,6 +232,24 @@ TEST(due_time_names_the_instant_tokens_suffice) {
   CHECK(!next_token_time(p, fresh_state(p, 0), 0).has_value());
 }
 
+TEST(due_time_behind_counts_the_jobs_ahead) {
+  Policy p = time_based(6, 600, 1);  // one every 100 ms, burst 1
+  TokenState s = fresh_state(p, 0);
+  drain(p, s, 0);
+  CHECK_EQ(*due_time_behind(p, s, 0, 1, 0), 100 * kMs);
+  CHECK_EQ(*due_time_behind(p, s, 3, 1, 0), 400 * kMs);  // three ahead: the fourth token, past the burst
+  CHECK_EQ(*due_time_behind(p, s, 3, 1, 50 * kMs), 400 * kMs);
+  CHECK(!due_time_behind(p, s, 3, 2, 0).has_value());  // its own cost above the capacity
+  Policy full = time_based(6, 600);
+  TokenState f = fresh_state(full, 0);  // 6 tokens now
+  CHECK_EQ(*due_time_behind(full, f, 5, 1, 0), 0);
+  CHECK_EQ(*due_time_behind(full, f, 6, 2, 0), 200 * kMs);
+  Policy c = in_flight(3);
+  TokenState cs = fresh_state(c, 0);
+  CHECK_EQ(*due_time_behind(c, cs, 2, 1, 7), 7);
+  CHECK(!due_time_behind(c, cs, 3, 1, 7).has_value());  // a release first
+}
+
 TEST(policy_change_settles_at_the_old_rate_then_caps) {
   Policy slow = time_based(60, 60000);  // 1/s
   TokenState s = fresh_state(slow, 0);

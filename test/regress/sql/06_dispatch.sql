@@ -118,6 +118,23 @@ SELECT key, tokens < 1 AS empty, in_flight_cost, next_token_at BETWEEN now() + i
 SELECT runnable, budget, cost, next_run_at BETWEEN now() + interval '29 min' AND now() + interval '31 min' AS in_30_min
   FROM zizq.explain_job((SELECT id FROM zizq.jobs WHERE queue = 't' AND status = 'ready'));
 
+-- A job behind others in its budget's line runs when the budget has paid
+-- for them too: one token an hour, two parked jobs, the second an hour
+-- after the first.
+SELECT key FROM zizq.define_budget('hourly', 1, 'time_based', duration => '1 hour', burst => 1);
+SELECT count(*) FROM zizq.enqueue('ln', 't', budgets => '[{"key": "hourly"}]');
+SELECT count(*) AS took_the_token FROM zizq.dequeue(ARRAY['ln']);
+SELECT count(*) FROM zizq.enqueue_many('[
+  {"queue": "ln", "type": "t", "budgets": [{"key": "hourly"}]},
+  {"queue": "ln", "type": "t", "budgets": [{"key": "hourly"}]}]');
+SELECT j.id - min(j.id) OVER () AS nth, e.runnable, e.budget,
+       e.next_run_at BETWEEN now() + interval '59 min' AND now() + interval '61 min' AS in_1_hour,
+       e.next_run_at BETWEEN now() + interval '119 min' AND now() + interval '121 min' AS in_2_hours,
+       e.reason LIKE '%behind 1 parked job(s) in budget "hourly"''s line%' AS says_behind,
+       e.budgets->0->'parked_ahead' AS parked_ahead
+  FROM zizq.jobs j, zizq.explain_job(j.id) e
+ WHERE j.queue = 'ln' AND j.status = 'ready' ORDER BY j.id;
+
 -- Shrinking a concurrency budget below what is in flight creates a debt
 -- that completions pay off first.
 SELECT key FROM zizq.define_budget('shrink', 3, 'while_in_flight');
