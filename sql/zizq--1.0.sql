@@ -953,7 +953,7 @@ BEGIN
               'key', key, 'cost', cost, 'create_with', CASE WHEN op <> 'set_cost' THEN create_with END))),
             CASE WHEN strict THEN format('job %s', ids[1]) ELSE 'the jobs' END);
   ELSIF op = 'replace' THEN
-    PERFORM zizq._bindings(replacement, 'the jobs');
+    PERFORM zizq._bindings(replacement, CASE WHEN strict THEN format('job %s', ids[1]) ELSE 'the jobs' END);
   END IF;
   FOR j IN SELECT * FROM zizq._jobs t WHERE t.id = ANY (ids) ORDER BY t.id FOR UPDATE LOOP
     IF j.status IN ('completed', 'dead') THEN

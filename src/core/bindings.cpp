@@ -10,6 +10,13 @@ namespace zizq::core {
 void check_cost(int64_t cost, std::string_view key) {
   if (cost < 1)
     invalid("cost for budget \"" + std::string(key) + "\" must be at least 1, not " + std::to_string(cost));
+  // No budget holds more (allocation and burst are at most 1,000,000): refused
+  // here with the number given, before it would be narrowed to an integer.
+  if (cost > kMaxAllocation)
+    throw Error(Sqlstate::CheckViolation,
+                "cost " + std::to_string(cost) + " for budget \"" + std::string(key) +
+                    "\" is more than any budget's capacity (at most 1000000)",
+                "a job whose cost exceeds a budget's capacity could never run");
 }
 
 void check_fits(int64_t cost, const Policy &policy, std::string_view key, const std::string &job) {

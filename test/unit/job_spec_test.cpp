@@ -51,6 +51,8 @@ TEST(bindings_refuse_bad_input) {
   CHECK_THROWS(bindings(R"([{"key": "a,b"}])"), kInvalid);
   CHECK_THROWS(bindings(R"([{"key": "a", "cost": 0}])"), kInvalid);
   CHECK_THROWS(bindings(R"([{"key": "a", "cost": "2"}])"), kInvalid);
+  CHECK_THROWS(bindings(R"([{"key": "a", "cost": 3000000000}])"), Sqlstate::CheckViolation);
+  CHECK_EQ(bindings(R"([{"key": "a", "cost": 1000000}])")[0].cost, 1000000);
   CHECK_THROWS(bindings(R"([{"key": "a", "weight": 2}])"), kInvalid);
   CHECK_THROWS(bindings(R"([{"key": "a"}, {"key": "a"}])"), kInvalid);
   CHECK_THROWS(bindings(R"([{"key":"a"},{"key":"b"},{"key":"c"},{"key":"d"},{"key":"e"}])"), kInvalid);

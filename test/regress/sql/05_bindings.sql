@@ -77,6 +77,8 @@ SELECT pg_temp.try(sql) FROM (VALUES
   ($$SELECT zizq.unbind_all_budgets(424242)$$),
   ($$SELECT zizq.replace_budgets(1, NULL)$$),
   ($$SELECT zizq.replace_budgets(1, '{"key": "emails"}')$$),
+  ($$SELECT zizq.replace_budgets(1, '[{"key": "stripe", "cost": 9}]')$$),
+  ($$SELECT zizq.enqueue('mail', 's', budgets => '[{"key": "stripe", "cost": 3000000000}]')$$),
   ($$SELECT zizq.bind_budget(1, NULL)$$),
   ($$SELECT zizq.bind_budget(1, 'bad*key')$$)
 ) AS t(sql);
