@@ -359,6 +359,8 @@ CREATE FUNCTION zizq._lock_budget_key(key text, exclusive boolean) RETURNS void
 CREATE FUNCTION zizq._bindings(budgets jsonb, job text,
     OUT budgets jsonb, OUT budget_ids integer[], OUT budget_costs integer[])
   LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_bindings';
+CREATE FUNCTION zizq._check_bindings(budgets jsonb, job text) RETURNS void
+  LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_check_bindings';
 CREATE FUNCTION zizq._budget_live(
     OUT id integer, OUT tokens numeric, OUT whole_tokens bigint, OUT in_flight_cost bigint,
     OUT debt bigint, OUT next_token_at timestamptz, OUT parked_hint bigint)
@@ -949,11 +951,11 @@ BEGIN
       RAISE EXCEPTION 'cost for budget "%" must be at least 1, not %', key, COALESCE(cost::text, 'NULL')
         USING ERRCODE = '22023';
     END IF;
-    PERFORM zizq._bindings(jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
+    PERFORM zizq._check_bindings(jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
               'key', key, 'cost', cost, 'create_with', CASE WHEN op <> 'set_cost' THEN create_with END))),
             CASE WHEN strict THEN format('job %s', ids[1]) ELSE 'the jobs' END);
   ELSIF op = 'replace' THEN
-    PERFORM zizq._bindings(replacement, CASE WHEN strict THEN format('job %s', ids[1]) ELSE 'the jobs' END);
+    PERFORM zizq._check_bindings(replacement, CASE WHEN strict THEN format('job %s', ids[1]) ELSE 'the jobs' END);
   END IF;
   FOR j IN SELECT * FROM zizq._jobs t WHERE t.id = ANY (ids) ORDER BY t.id FOR UPDATE LOOP
     IF j.status IN ('completed', 'dead') THEN

@@ -332,6 +332,37 @@ Datum zizq_bindings(PG_FUNCTION_ARGS) {
   PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }
 
+// zizq._check_bindings(budgets, job): raises what binding `budgets` would
+// refuse, creating nothing: each budget must exist or come with a
+// create_with, and each cost must fit the policy that would apply. The bulk
+// binding functions ask it up front, so that a bad call is refused even when
+// no job matches, while a create_with creates its budget only with a job
+// (SPEC §3).
+PG_FUNCTION_INFO_V1(zizq_check_bindings);
+Datum zizq_check_bindings(PG_FUNCTION_ARGS) {
+  require_shared();
+  char *json_text = PG_ARGISNULL(0) ? nullptr : jsonb_datum_text(PG_GETARG_DATUM(0));
+  char *job = PG_ARGISNULL(1) ? pstrdup("the job") : text_to_cstring(PG_GETARG_TEXT_PP(1));
+  Bindings *b = static_cast<Bindings *>(palloc(sizeof(Bindings)));
+  parse_bindings(json_text, "budgets", b);
+  if (b->n == 0) PG_RETURN_VOID();
+  if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
+  for (int i = 0; i < b->n; ++i) {
+    const BindingInput &item = b->items[i];
+    KeySlot slot{item.key, 0, i, 0, core::Policy{}};
+    core::Policy policy = item.create_with;
+    if (find_budget_row(item.key, &slot))
+      policy = slot.policy;
+    else if (!item.has_create_with)
+      ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("budget \"%s\" does not exist", item.key),
+                      errhint("create it with zizq.define_budget, or give the binding a create_with")));
+    int64 cost = item.cost;
+    run_core([&] { core::check_fits(cost, policy, item.key, job); });
+  }
+  SPI_finish();
+  PG_RETURN_VOID();
+}
+
 // Live token state of every budget in shared memory.
 PG_FUNCTION_INFO_V1(zizq_budget_live);
 Datum zizq_budget_live(PG_FUNCTION_ARGS) {

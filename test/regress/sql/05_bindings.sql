@@ -118,6 +118,14 @@ SELECT budgets FROM zizq.rebind_budget(:pair_flying, 'emails', 1);
 SELECT budgets FROM zizq.rebind_budget(:pair_ready, 'emails', 2);  -- keeps its place
 SELECT zizq.complete(:pair_flying);
 SELECT zizq.bind_budget(ARRAY(SELECT id FROM zizq.jobs WHERE queue = 'nothing'), 'emails') AS empty_selection;
+-- A create_with creates its budget with a job, not for an empty selection;
+-- a bad call is refused all the same.
+SELECT zizq.bind_budget(ARRAY[]::bigint[], 'unused', 1, '{"allocation": 2, "strategy": {"type": "while_in_flight"}}') AS no_job;
+SELECT count(*) AS unused_not_created FROM zizq.budgets WHERE key = 'unused';
+SELECT pg_temp.try(sql) FROM (VALUES
+  ($$SELECT zizq.bind_budget(ARRAY[]::bigint[], 'unused', 3, '{"allocation": 2, "strategy": {"type": "while_in_flight"}}')$$),
+  ($$SELECT zizq.rebind_budget(ARRAY[]::bigint[], 'unused')$$)
+) AS t(sql);
 
 -- Filtering jobs by budget key uses the index.
 SET enable_seqscan = off;
