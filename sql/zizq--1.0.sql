@@ -271,19 +271,24 @@ CREATE VIEW zizq.queues WITH (security_invoker = true) AS
 -- they plan with sequential and bitmap scans off: their statements are
 -- written for ordered index scans on the partial indexes above.
 
+-- enqueue and enqueue_many are SECURITY INVOKER: the C code notes the caller
+-- (current_user, whom the row security above sees) and then runs as the
+-- function's owner, as SECURITY DEFINER would (src/pg/enqueue.cpp,
+-- become_function_owner). The caller owns the jobs and sees only the
+-- duplicates it may read.
 CREATE FUNCTION zizq.enqueue(
     queue text, type text, payload jsonb DEFAULT '{}', priority integer DEFAULT 32768,
     ready_at timestamptz DEFAULT NULL, budgets jsonb DEFAULT NULL, unique_key text DEFAULT NULL,
     unique_while text DEFAULT 'queued', retry_limit integer DEFAULT NULL, backoff jsonb DEFAULT NULL,
     retention jsonb DEFAULT NULL)
   RETURNS zizq.job
-  LANGUAGE c VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+  LANGUAGE c VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
   SET enable_seqscan = off SET enable_bitmapscan = off
   AS 'MODULE_PATHNAME', 'zizq_enqueue';
 
 CREATE FUNCTION zizq.enqueue_many(jobs jsonb)
   RETURNS SETOF zizq.job
-  LANGUAGE c VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+  LANGUAGE c VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp
   SET enable_seqscan = off SET enable_bitmapscan = off
   AS 'MODULE_PATHNAME', 'zizq_enqueue_many';
 
@@ -359,6 +364,8 @@ CREATE FUNCTION zizq._lock_budget_key(key text, exclusive boolean) RETURNS void
 CREATE FUNCTION zizq._bindings(budgets jsonb, job text,
     OUT budgets jsonb, OUT budget_ids integer[], OUT budget_costs integer[])
   LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_bindings';
+CREATE FUNCTION zizq._interval_ms(i interval) RETURNS bigint
+  LANGUAGE c IMMUTABLE STRICT AS 'MODULE_PATHNAME', 'zizq_interval_ms';
 CREATE FUNCTION zizq._check_bindings(budgets jsonb, job text) RETURNS void
   LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_check_bindings';
 CREATE FUNCTION zizq._budget_live(
@@ -481,7 +488,7 @@ BEGIN
   IF lease IS NOT NULL AND lease <= interval '0' THEN
     RAISE EXCEPTION 'lease must be positive, not %', lease USING ERRCODE = '22023';
   END IF;
-  IF extract(epoch FROM lease) * 1000 > 315576000000 THEN  -- as dequeue: the lease's end must stay a timestamp
+  IF zizq._interval_ms(lease) > 315576000000 THEN  -- as dequeue: the lease's end must stay a timestamp
     RAISE EXCEPTION 'lease must be at most 10 years, not %', lease USING ERRCODE = '22023';
   END IF;
   WITH extended AS (
@@ -922,6 +929,19 @@ BEGIN
 END
 $$;
 
+-- The same keys at the same costs, in any order (each key appears once,
+-- so containment both ways is equality of sets); NULL is no binding.
+CREATE FUNCTION zizq._same_bindings(a jsonb, b jsonb) RETURNS boolean
+  LANGUAGE sql IMMUTABLE
+  AS $$ SELECT (a IS NULL AND b IS NULL) OR COALESCE(a @> b AND b @> a, false) $$;
+
+-- A `budgets` argument as it would be stored: key and cost (1 when not
+-- given), create_with left out; NULL when empty.
+CREATE FUNCTION zizq._stated_bindings(budgets jsonb) RETURNS jsonb
+  LANGUAGE sql IMMUTABLE
+  AS $$ SELECT jsonb_agg(jsonb_build_object('key', e->>'key', 'cost', COALESCE((e->>'cost')::integer, 1)) ORDER BY n)
+          FROM jsonb_array_elements(budgets) WITH ORDINALITY AS x(e, n) $$;
+
 CREATE FUNCTION zizq._rebind(ids bigint[], op text, key text, cost integer, create_with jsonb,
                              replacement jsonb, strict boolean)
   RETURNS jsonb  -- {"changed": n, "blocked": [ids], "job": <last changed job>}
@@ -970,22 +990,26 @@ BEGIN
       last := j;
       CONTINUE;
     END IF;
-    -- Validates, creates create_with budgets, checks capacity: refusals raise.
-    resolved := zizq._bindings(wanted, format('job %s', j.id));
-    -- The same keys at the same costs, in any order, are no change (each
-    -- key appears once, so containment both ways is equality of sets).
-    IF resolved.budgets IS NOT DISTINCT FROM j.budgets
-       OR (resolved.budgets @> j.budgets AND j.budgets @> resolved.budgets) THEN
-      last := j;
-      CONTINUE;
-    END IF;
     IF j.status = 'in_flight' THEN
+      -- Judged without resolving, which would create create_with budgets
+      -- for a job that cannot take them.
+      PERFORM zizq._check_bindings(wanted, format('job %s', j.id));
+      IF zizq._same_bindings(zizq._stated_bindings(wanted), j.budgets) THEN
+        last := j;
+        CONTINUE;
+      END IF;
       IF strict THEN
         RAISE EXCEPTION 'job % is in flight: its bindings cannot change', j.id
           USING ERRCODE = '55000',
                 HINT = 'an in-flight job has already paid its budgets; retry once it is complete, failed or released';
       END IF;
       blocked := blocked || j.id;
+      CONTINUE;
+    END IF;
+    -- Validates, creates create_with budgets, checks capacity: refusals raise.
+    resolved := zizq._bindings(wanted, format('job %s', j.id));
+    IF zizq._same_bindings(resolved.budgets, j.budgets) THEN
+      last := j;
       CONTINUE;
     END IF;
     UPDATE zizq._jobs t SET budgets = resolved.budgets, budget_ids = resolved.budget_ids,

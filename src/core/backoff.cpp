@@ -52,20 +52,25 @@ Backoff backoff_with(const Backoff &defaults, const json::Value *job_backoff, co
 void check_retention(const json::Value &v, const std::string &what) {
   expect_object(v, what);
   reject_unknown_members(v, {"completed_ms", "dead_ms"}, what);
-  retention_with(Retention{}, &v, what);
-}
-
-Retention retention_with(const Retention &defaults, const json::Value *job_retention, const std::string &what) {
-  if (job_retention == nullptr || job_retention->is_null()) return defaults;
-  Retention r;
-  r.completed_ms = non_negative_integer(*job_retention, "completed_ms", what, defaults.completed_ms);
-  r.dead_ms = non_negative_integer(*job_retention, "dead_ms", what, defaults.dead_ms);
-  // Refused here, not at the complete or fail that would add it to a
-  // timestamp and overflow (the job could then never finish).
+  Retention r = retention_with(Retention{}, &v, what, /*clamp=*/false);
+  // Refused at enqueue and patch, not at the complete or fail that adds it
+  // to a timestamp and would overflow.
   for (auto [name, ms] : {std::pair{"completed_ms", r.completed_ms}, std::pair{"dead_ms", r.dead_ms}})
     if (ms > kMaxRetentionMs)
       invalid(what + "." + name + " must be at most " + std::to_string(kMaxRetentionMs) + " (ten years), not " +
               std::to_string(ms));
+}
+
+Retention retention_with(const Retention &defaults, const json::Value *job_retention, const std::string &what,
+                         bool clamp) {
+  if (job_retention == nullptr || job_retention->is_null()) return defaults;
+  Retention r;
+  r.completed_ms = non_negative_integer(*job_retention, "completed_ms", what, defaults.completed_ms);
+  r.dead_ms = non_negative_integer(*job_retention, "dead_ms", what, defaults.dead_ms);
+  if (clamp) {  // a job stored before the bound existed still finishes
+    r.completed_ms = std::min(r.completed_ms, kMaxRetentionMs);
+    r.dead_ms = std::min(r.dead_ms, kMaxRetentionMs);
+  }
   return r;
 }
 

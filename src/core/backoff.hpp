@@ -40,8 +40,10 @@ inline constexpr int64_t kMaxRetentionMs = 315576000000;
 // Validates a per-job retention object ({"completed_ms", "dead_ms"}, each
 // 0..kMaxRetentionMs).
 void check_retention(const json::Value &v, const std::string &what);
+// A job's retention over the defaults, each at most kMaxRetentionMs unless
+// `clamp` is false (check_retention refuses more instead).
 Retention retention_with(const Retention &defaults, const json::Value *job_retention,
-                         const std::string &what = "retention");
+                         const std::string &what = "retention", bool clamp = true);
 
 // Milliseconds before the next attempt; random01 in [0, 1). Capped at ten
 // years so that the caller's timestamp arithmetic cannot overflow.

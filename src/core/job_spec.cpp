@@ -139,7 +139,7 @@ bool iso8601_time(std::string_view s, size_t pos) {
     return false;
   pos += 5;
   if (pos < s.size() && s[pos] == ':') {
-    if (!digits(s, pos + 1, 2, second) || second > 59) return false;
+    if (!digits(s, pos + 1, 2, second) || second > 60) return false;  // 60: a leap second
     pos += 3;
     if (pos < s.size() && s[pos] == '.') {
       size_t first = ++pos;
@@ -153,8 +153,15 @@ bool iso8601_time(std::string_view s, size_t pos) {
   if (!digits(s, pos + 1, 2, zone_hour) || zone_hour > 15) return false;  // PostgreSQL's widest offset
   pos += 3;
   if (pos == s.size()) return true;
-  if (s[pos] == ':') ++pos;
-  return digits(s, pos, 2, zone_minute) && zone_minute <= 59 && pos + 2 == s.size();
+  bool extended = s[pos] == ':';
+  if (extended) ++pos;
+  if (!digits(s, pos, 2, zone_minute) || zone_minute > 59) return false;
+  pos += 2;
+  if (pos == s.size()) return true;
+  // Seconds of an offset, as PostgreSQL writes historical zones' (+00:53:28).
+  int zone_second;
+  if (extended && s[pos] == ':') ++pos;
+  return digits(s, pos, 2, zone_second) && zone_second <= 59 && pos + 2 == s.size();
 }
 
 }  // namespace

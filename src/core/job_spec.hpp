@@ -36,7 +36,7 @@ void check_job_field_type(JobField f, json::Type actual, const std::string &cont
 // Refuses text that is not an ISO 8601 date or date and time (SPEC §2:
 // timestamps in enqueue_many and patches are ISO 8601 text):
 // YYYY-MM-DD, then optionally "T" (or a space) and hh:mm[:ss[.fraction]],
-// then optionally Z or an offset +hh[[:]mm]. Each part is range-checked
+// then optionally Z or an offset +hh[[:]mm[[:]ss]]. Each part is range-checked
 // (the day against its month), so what passes PostgreSQL can read; words
 // PostgreSQL also reads ("now", "tomorrow", "infinity") are refused.
 void check_iso8601_timestamp(std::string_view text, const std::string &what);

@@ -135,7 +135,11 @@ std::optional<int64_t> due_time_behind(const Policy &p, const TokenState &s, int
   if (!p.time_based())  // all of them at once, or a release first
     return p.allocation - s.in_flight >= ahead_cost + cost ? std::optional<int64_t>(now_us) : std::nullopt;
   TokenState now = settled_copy(p, s, now_us);
-  return std::max(now_us, reach_time(p, now, Units(ahead_cost + cost) * unit_per_token(p)));
+  Units need = Units(ahead_cost + cost) * unit_per_token(p);
+  // A long line behind a slow budget can lie centuries ahead: an answer
+  // past kFarFutureUs is given as that (timestamps end in 294276 AD).
+  if ((need - now.units) / p.allocation > Units(kFarFutureUs)) return now_us + kFarFutureUs;
+  return std::max(now_us, reach_time(p, now, need));
 }
 
 std::optional<int64_t> next_token_time(const Policy &p, const TokenState &s, int64_t now_us) {

@@ -85,6 +85,7 @@ std::optional<int64_t> due_time(const Policy &p, const TokenState &s, int64_t co
 // first, so the job waits for ahead_cost + cost of them (never clipped by
 // the capacity, since each payment makes room). nullopt when only releases
 // can help, or the job's own cost exceeds the capacity.
+inline constexpr int64_t kFarFutureUs = 1000LL * 365 * 24 * 3600 * 1000000;  // a thousand years
 std::optional<int64_t> due_time_behind(const Policy &p, const TokenState &s, int64_t ahead_cost, int64_t cost,
                                        int64_t now_us);
 

@@ -420,7 +420,7 @@ PG_FUNCTION_INFO_V1(zizq_due_at);
 Datum zizq_due_at(PG_FUNCTION_ARGS) {
   int32 id = budget_id_arg(fcinfo);
   int64 cost = PG_GETARG_INT32(1);
-  int64 ahead_cost = PG_GETARG_INT64(2);
+  int64 ahead_cost = PG_NARGS() > 2 ? PG_GETARG_INT64(2) : 0;  // a catalog from before the argument
   LWLockAcquire(shared->budget_lock, LW_SHARED);
   BudgetEntry *b = find_budget(id);
   BudgetEntry copy;

@@ -1536,6 +1536,11 @@ Datum zizq_dequeue(PG_FUNCTION_ARGS) {
   return (Datum)0;
 }
 
+// zizq._interval_ms(interval): milliseconds as dequeue counts its wait and
+// lease (a month is 30 days), so that heartbeat bounds a lease alike.
+PG_FUNCTION_INFO_V1(zizq_interval_ms);
+Datum zizq_interval_ms(PG_FUNCTION_ARGS) { PG_RETURN_INT64(interval_ms(PG_GETARG_INTERVAL_P(0))); }
+
 // zizq._claim_paid(id, priority, queue, budget_ids, budget_costs): the
 // filter of budgeted_fast_attempt's statement (see there).
 PG_FUNCTION_INFO_V1(zizq_claim_paid);

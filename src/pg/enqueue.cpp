@@ -26,7 +26,9 @@
 #include "pg/xact.hpp"
 
 extern "C" {
+#include "catalog/pg_proc.h"
 #include "utils/acl.h"
+#include "utils/syscache.h"
 #include "utils/fmgroids.h"
 }
 
@@ -379,15 +381,14 @@ SPIPlanPtr insert_plan(bool unique_keys) {
   return prepared(slot, insert_sql(unique_keys), types, kRowColumnCount);
 }
 
-uint64 insert_rows_by_statement(JobInput *jobs, int n, bool unique_keys) {
+uint64 insert_rows_by_statement(JobInput *jobs, int n, bool unique_keys, Oid caller) {
   Datum *column_values[kRowColumnCount];
   bool *column_nulls[kRowColumnCount];
   for (int k = 0; k < kRowColumnCount; ++k) column_values[k] = alloc_n<Datum>(n), column_nulls[k] = alloc_n<bool>(n);
-  Oid enqueued_by = GetOuterUserId();
   for (int i = 0; i < n; ++i) {
     Datum v[kRowColumnCount];
     bool nl[kRowColumnCount];
-    row_values(jobs[i], enqueued_by, v, nl);
+    row_values(jobs[i], caller, v, nl);
     for (int k = 0; k < kRowColumnCount; ++k) {
       if (kRowColumns[k].type == INT4ARRAYOID && !nl[k])
         v[k] = CStringGetTextDatum(OidOutputFunctionCall(F_ARRAY_OUT, v[k]));
@@ -409,11 +410,10 @@ uint64 insert_rows_by_statement(JobInput *jobs, int n, bool unique_keys) {
   return run_plan(insert_plan(unique_keys), args, nullptr, false);
 }
 
-// Whether the caller (the role outside this SECURITY DEFINER call) could
-// read a job that `enqueued_by` enqueued: the row security of zizq._jobs,
-// asked in C since this call reads the table as its owner.
-bool caller_may_read(Oid enqueued_by) {
-  Oid caller = GetOuterUserId();
+// Whether `caller` could read a job that `enqueued_by` enqueued: the row
+// security of zizq._jobs (its current_user is the caller), asked in C since
+// this call reads the table as its owner.
+bool caller_may_read(Oid caller, Oid enqueued_by) {
   if (caller == enqueued_by || superuser_arg(caller)) return true;
   Oid admin = get_role_oid("zizq_admin", true);
   return OidIsValid(admin) && has_privs_of_role(caller, admin);
@@ -422,14 +422,14 @@ bool caller_may_read(Oid enqueued_by) {
 // The job holding `unique_key`, as a zizq.job with duplicate = true; only
 // its id and unique key when the caller may not read it (another
 // producer's job: its payload is not the caller's to see).
-HeapTuple unique_holder(const char *unique_key, MemoryContext out) {
+HeapTuple unique_holder(const char *unique_key, Oid caller, MemoryContext out) {
   prepared(holder_plan, "SELECT " ZIZQ_JOB_COLUMNS ", enqueued_by FROM zizq._jobs WHERE unique_hold = $1",
            {TEXTOID});
   Datum args[1] = {CStringGetTextDatum(unique_key)};
   if (run_plan(holder_plan, args, nullptr, false, 1) == 0) return nullptr;
   bool isnull = false;
   Datum owner = column(0, kJobColumns + 1, &isnull);
-  bool readable = !isnull && caller_may_read(DatumGetObjectId(owner));
+  bool readable = !isnull && caller_may_read(caller, DatumGetObjectId(owner));
   MemoryContext old = MemoryContextSwitchTo(out);
   HeapTuple t = job_tuple_from_spi(0, 1, true);
   if (!readable) t = job_tuple_id_only(t);
@@ -478,16 +478,16 @@ constexpr int kInsertBatch = 1000;
 
 // Inserts the jobs (none with a unique key) through `ins`; results[i] gets
 // job i's row, formed in `out`.
-void insert_directly(JobInsert *ins, JobInput *jobs, int n, HeapTuple *results, bool *inserted, MemoryContext out) {
+void insert_directly(JobInsert *ins, JobInput *jobs, int n, HeapTuple *results, bool *inserted, MemoryContext out,
+                     Oid caller) {
   AttrNumber job_columns[kJobColumns];
   job_columns_of(job_insert_desc(ins), job_columns);
   const AttrNumber id_column = job_columns[0];  // ZIZQ_JOB_COLUMNS starts with id
-  Oid enqueued_by = GetOuterUserId();
   int first = 0;
   for (int i = 0; i < n; ++i) {
     Datum values[kRowColumnCount];
     bool nulls[kRowColumnCount];
-    row_values(jobs[i], enqueued_by, values, nulls);
+    row_values(jobs[i], caller, values, nulls);
     add_job_row(ins, values, nulls);
     if (!job_insert_full(ins) && i < n - 1) continue;
     int stored = flush_job_rows(ins);
@@ -530,9 +530,9 @@ void take_returned_rows(JobInput *jobs, int n, uint64 rows, HeapTuple *results, 
                     errhint("INSERT triggers on zizq._jobs must store every job (return NEW)")));
 }
 
-// Inserts the jobs; results[i] gets job i's row (inserted, or the existing
-// unique job as a duplicate), formed in `out`.
-void insert_jobs(JobInput *jobs, int n, HeapTuple *results, MemoryContext out) {
+// Inserts the jobs as enqueued by `caller`; results[i] gets job i's row
+// (inserted, or the existing unique job as a duplicate), formed in `out`.
+void insert_jobs(JobInput *jobs, int n, HeapTuple *results, MemoryContext out, Oid caller) {
   require_shared();
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
   Bindings *all = alloc_n<Bindings>(n);
@@ -557,14 +557,14 @@ void insert_jobs(JobInput *jobs, int n, HeapTuple *results, MemoryContext out) {
   bool by_statement = unique_keys || !guc_direct_enqueue;
   JobInsert *direct = by_statement ? nullptr : begin_job_insert(names, kRowColumnCount, ZZ_MIN(n, kInsertBatch));
   if (direct != nullptr)
-    insert_directly(direct, jobs, n, results, inserted, out);
+    insert_directly(direct, jobs, n, results, inserted, out, caller);
   else
-    take_returned_rows(jobs, n, insert_rows_by_statement(jobs, n, unique_keys), results, inserted, out);
+    take_returned_rows(jobs, n, insert_rows_by_statement(jobs, n, unique_keys, caller), results, inserted, out);
   end_own_insert();
   after_insert(jobs, inserted, n);
   for (int i = 0; i < n; ++i) {
     if (inserted[i]) continue;
-    results[i] = unique_holder(jobs[i].unique_key, out);
+    results[i] = unique_holder(jobs[i].unique_key, caller, out);
     if (results[i] == nullptr)
       ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
                       errmsg("the job holding unique key \"%s\" changed while %s was enqueued", jobs[i].unique_key,
@@ -573,6 +573,31 @@ void insert_jobs(JobInput *jobs, int n, HeapTuple *results, MemoryContext out) {
   }
   SPI_finish();
 }
+
+// enqueue and enqueue_many are SECURITY INVOKER so that they know who
+// called: current_user at entry, the role the row security of zizq._jobs
+// sees (the job's owner, and whose jobs a duplicate may show). They then
+// run as the function's owner, as SECURITY DEFINER would (GetOuterUserId
+// is the session's role, not the caller inside another SECURITY DEFINER
+// function). An error needs no switch back: the (sub)transaction's abort
+// restores the user, as it does for SECURITY DEFINER.
+struct Caller {
+  Oid user;
+  int sec_context;
+};
+
+Caller become_function_owner(FunctionCallInfo fcinfo) {
+  Caller caller;
+  GetUserIdAndSecContext(&caller.user, &caller.sec_context);
+  HeapTuple proc = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
+  if (!HeapTupleIsValid(proc)) elog(ERROR, "zizq: function %u not found", fcinfo->flinfo->fn_oid);
+  Oid owner = reinterpret_cast<Form_pg_proc>(GETSTRUCT(proc))->proowner;
+  ReleaseSysCache(proc);
+  SetUserIdAndSecContext(owner, caller.sec_context | SECURITY_LOCAL_USERID_CHANGE);
+  return caller;
+}
+
+void back_to_caller(const Caller &caller) { SetUserIdAndSecContext(caller.user, caller.sec_context); }
 
 }  // namespace
 }  // namespace zizq::pg
@@ -631,7 +656,9 @@ Datum zizq_enqueue(PG_FUNCTION_ARGS) {
     job.retention = PG_GETARG_DATUM(10);
   }
   HeapTuple result = nullptr;
-  insert_jobs(&job, 1, &result, CurrentMemoryContext);
+  Caller caller = become_function_owner(fcinfo);
+  insert_jobs(&job, 1, &result, CurrentMemoryContext, caller.user);
+  back_to_caller(caller);
   PG_RETURN_DATUM(HeapTupleGetDatum(result));
 }
 
@@ -660,7 +687,9 @@ Datum zizq_enqueue_many(PG_FUNCTION_ARGS) {
     ++index;
   }
   HeapTuple *results = alloc_n<HeapTuple>(n);
-  insert_jobs(jobs, n, results, rsinfo->econtext->ecxt_per_query_memory);
+  Caller caller = become_function_owner(fcinfo);
+  insert_jobs(jobs, n, results, rsinfo->econtext->ecxt_per_query_memory, caller.user);
+  back_to_caller(caller);
   for (int i = 0; i < n; ++i) tuplestore_puttuple(rsinfo->setResult, results[i]);
   return (Datum)0;
 }

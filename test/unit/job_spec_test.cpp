@@ -100,6 +100,8 @@ TEST(backoff_and_retention_objects_are_validated) {
   check_retention(parse(R"({"completed_ms": 315576000000, "dead_ms": 0})"), "retention");
   CHECK_THROWS(check_retention(parse(R"({"completed_ms": 315576000001})"), "retention"), kInvalid);
   CHECK_THROWS(check_retention(parse(R"({"dead_ms": 9223372036854775807})"), "retention"), kInvalid);
+  json::Value stored = parse(R"({"dead_ms": 9223372036854775807})");  // stored before the bound
+  CHECK_EQ(retention_with(Retention{}, &stored).dead_ms, kMaxRetentionMs);
   Retention r = retention_with(Retention{}, nullptr);
   CHECK_EQ(r.completed_ms, 0);
   CHECK_EQ(r.dead_ms, 604800000);
@@ -146,12 +148,13 @@ TEST(job_patch_parses_every_field) {
 
 TEST(timestamps_must_be_iso8601) {
   for (const char *good : {"2027-01-31", "2027-01-31T09:30", "2027-01-31T09:30:00Z", "2027-01-31 09:30:00.123456+01:00",
-                           "2028-02-29T00:00:00-0530", "2027-12-31t23:59:59z", "0001-01-01 00:00+15"})
+                           "2028-02-29T00:00:00-0530", "2027-12-31t23:59:59z", "0001-01-01 00:00+15",
+                           "1890-01-01 00:00:00+00:53:28", "2026-12-02T03:20:44.123Z", "2026-12-31T23:59:60Z"})
     check_iso8601_timestamp(good, "ready_at");
   for (const char *bad : {"", "now", "tomorrow", "infinity", "-infinity", "2027-1-31", "27-01-31", "2027-13-01",
                           "2027-02-29", "2027-04-31", "0000-01-01", "2027-01-31T24:00", "2027-01-31T09:60",
                           "2027-01-31T09:30:61", "2027-01-31T09", "2027-01-31T09:30:00.", "2027-01-31T09:30+16",
-                          "2027-01-31T09:30+01:6", "2027-01-31T09:30Zulu", "2027-01-31 09:30:00 UTC",
+                          "2027-01-31T09:30+01:6", "2027-01-31T09:30Zulu", "2027-01-31T09:30+01:00:6", "2027-01-31 09:30:00 UTC",
                           "Jan 31 2027", "2027-01-31x", "12027-01-31"})
     CHECK_THROWS(check_iso8601_timestamp(bad, "ready_at"), kInvalid);
   CHECK_THROWS(parse_job_patch(parse(R"({"ready_at": "tomorrow"})")), kInvalid);

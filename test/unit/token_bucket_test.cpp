@@ -248,6 +248,10 @@ TEST(due_time_behind_counts_the_jobs_ahead) {
   TokenState cs = fresh_state(c, 0);
   CHECK_EQ(*due_time_behind(c, cs, 2, 1, 7), 7);
   CHECK(!due_time_behind(c, cs, 3, 1, 7).has_value());  // a release first
+  Policy decade = time_based(1, 315576000000, 1);  // one token in ten years
+  TokenState d = fresh_state(decade, 0);
+  drain(decade, d, 0);
+  CHECK_EQ(*due_time_behind(decade, d, 29000, 1, 5), 5 + kFarFutureUs);  // saturated, no overflow
 }
 
 TEST(policy_change_settles_at_the_old_rate_then_caps) {

@@ -116,6 +116,18 @@ SELECT status, ready_at = '2999-01-31 09:30:00+00' AS at_that_instant, payload
 SELECT status, ready_at = '2999-01-31 09:30:00+00' AS at_that_instant
   FROM zizq.update_job((SELECT max(id) FROM zizq.jobs WHERE queue = 'iso'), '{"ready_at": "2999-01-31T12:30+03"}');
 
+-- Leases up to ten years, counted as dequeue counts them (30-day months).
+SELECT zizq.heartbeat(ARRAY[424242], '120 months 40 days') AS not_in_flight;
+
+-- A job stored before the ten-year bound (written here directly) still
+-- finishes: its retention is read as ten years.
+SELECT id AS old_job FROM zizq.enqueue('old', 't') \gset
+UPDATE zizq._jobs SET retention = '{"dead_ms": 9223372036854775807}' WHERE id = :old_job;
+SELECT count(*) AS taken FROM zizq.dequeue(ARRAY['old']);
+SELECT status FROM zizq.fail(:old_job, kill => true);
+SELECT purge_at BETWEEN now() + interval '3652 days' AND now() + interval '3653 days' AS kept_ten_years
+  FROM zizq._jobs WHERE id = :old_job;
+
 -- complete(bigint[]): a NULL id is never applied; it comes back as NULL in
 -- its place, as from release and heartbeat.
 SELECT zizq.complete(ARRAY[NULL, 424242, NULL]::bigint[]) AS not_applied;

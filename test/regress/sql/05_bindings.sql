@@ -116,6 +116,9 @@ SELECT zizq.rebind_budget(ARRAY[:pair_flying, :pair_ready], 'emails', 1) AS same
 SELECT zizq.replace_budgets(ARRAY[:pair_flying, :pair_ready], '[{"key": "stripe"}, {"key": "emails"}]') AS same_set;
 SELECT budgets FROM zizq.rebind_budget(:pair_flying, 'emails', 1);
 SELECT budgets FROM zizq.rebind_budget(:pair_ready, 'emails', 2);  -- keeps its place
+-- An in-flight job's refused change creates no budget for it.
+SELECT zizq.bind_budget(ARRAY[:pair_flying], 'for-flying', 1, '{"allocation": 2, "strategy": {"type": "while_in_flight"}}') AS flying_blocked;
+SELECT count(*) AS for_flying_not_created FROM zizq.budgets WHERE key = 'for-flying';
 SELECT zizq.complete(:pair_flying);
 SELECT zizq.bind_budget(ARRAY(SELECT id FROM zizq.jobs WHERE queue = 'nothing'), 'emails') AS empty_selection;
 -- A create_with creates its budget with a job, not for an empty selection;

@@ -89,6 +89,21 @@ RESET ROLE;
 SET ROLE zq_admin;
 SELECT type, payload, duplicate FROM zizq.enqueue('roles-unique', 'admin', unique_key => 'shared');
 RESET ROLE;
+-- Inside another role's SECURITY DEFINER function the caller is that
+-- function's owner (current_user, as row security sees it), not the
+-- session's role: it owns what it enqueues there and sees only the
+-- duplicates it may read.
+CREATE FUNCTION pg_temp.enqueue_as_other(t text, k text) RETURNS zizq.job
+  LANGUAGE sql SECURITY DEFINER AS $$ SELECT * FROM zizq.enqueue('roles-unique', t, unique_key => k) $$;
+ALTER FUNCTION pg_temp.enqueue_as_other(text, text) OWNER TO zq_other_producer;
+SET ROLE zq_producer;
+SELECT type, payload, duplicate FROM pg_temp.enqueue_as_other('nested', 'shared');
+SELECT type, duplicate FROM pg_temp.enqueue_as_other('nested-new', 'nested-key');
+SELECT count(*) AS session_role_sees_it FROM zizq.jobs WHERE type = 'nested-new';
+RESET ROLE;
+SET ROLE zq_other_producer;
+SELECT count(*) AS function_owner_sees_it FROM zizq.jobs WHERE type = 'nested-new';
+RESET ROLE;
 
 -- The functions that write run with a fixed search_path (SECURITY DEFINER).
 SELECT p.proname, p.prosecdef, p.proconfig
