@@ -145,6 +145,11 @@ void parse_bindings(const char *json_text, const char *what, Bindings *out) {
   });
 }
 
+[[noreturn]] static void refuse_missing_budget(const char *key) {
+  ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("budget \"%s\" does not exist", key),
+                  errhint("create it with zizq.define_budget, or give the binding a create_with")));
+}
+
 void resolve_bindings(Bindings *jobs, int njobs, const char *(*describe)(int, void *), void *ctx) {
   int total = 0;
   for (int j = 0; j < njobs; ++j) total += jobs[j].n;
@@ -171,9 +176,7 @@ void resolve_bindings(Bindings *jobs, int njobs, const char *(*describe)(int, vo
     lock_budget_key(slot.key, strlen(slot.key), false);
     if (find_budget_row(slot.key, &slot)) continue;
     const BindingInput &first = jobs[slot.first_job].items[slot.first_binding];
-    if (!first.has_create_with)
-      ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("budget \"%s\" does not exist", slot.key),
-                      errhint("create it with zizq.define_budget, or give the binding a create_with")));
+    if (!first.has_create_with) refuse_missing_budget(slot.key);
     if (!create_budget_row(slot.key, first.create_with, &slot) && !find_budget_row(slot.key, &slot))
       elog(ERROR, "zizq: budget \"%s\" vanished while it was being created", slot.key);
   }
@@ -217,6 +220,17 @@ using namespace zizq::pg;
 namespace {
 
 const char *describe_job_arg(int, void *ctx) { return static_cast<const char *>(ctx); }
+
+// The (budgets jsonb, job text) arguments of zizq._bindings and
+// zizq._check_bindings: the bindings parsed, *job the job's description.
+Bindings *bindings_args(FunctionCallInfo fcinfo, char **job) {
+  require_shared();
+  char *json_text = PG_ARGISNULL(0) ? nullptr : jsonb_datum_text(PG_GETARG_DATUM(0));
+  *job = PG_ARGISNULL(1) ? pstrdup("the job") : text_to_cstring(PG_GETARG_TEXT_PP(1));
+  Bindings *b = static_cast<Bindings *>(palloc(sizeof(Bindings)));
+  parse_bindings(json_text, "budgets", b);
+  return b;
+}
 
 char *policy_json_text(const core::Policy &p) {
   char *out = static_cast<char *>(palloc(256));
@@ -306,11 +320,8 @@ Datum zizq_lock_budget_key(PG_FUNCTION_ARGS) {
 // NULLs when the array is empty.
 PG_FUNCTION_INFO_V1(zizq_bindings);
 Datum zizq_bindings(PG_FUNCTION_ARGS) {
-  require_shared();
-  char *json_text = PG_ARGISNULL(0) ? nullptr : jsonb_datum_text(PG_GETARG_DATUM(0));
-  char *job = PG_ARGISNULL(1) ? pstrdup("the job") : text_to_cstring(PG_GETARG_TEXT_PP(1));
-  Bindings *b = static_cast<Bindings *>(palloc(sizeof(Bindings)));
-  parse_bindings(json_text, "budgets", b);
+  char *job;
+  Bindings *b = bindings_args(fcinfo, &job);
   if (b->n > 0) {
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
     resolve_bindings(b, 1, describe_job_arg, job);
@@ -340,11 +351,8 @@ Datum zizq_bindings(PG_FUNCTION_ARGS) {
 // (SPEC §3).
 PG_FUNCTION_INFO_V1(zizq_check_bindings);
 Datum zizq_check_bindings(PG_FUNCTION_ARGS) {
-  require_shared();
-  char *json_text = PG_ARGISNULL(0) ? nullptr : jsonb_datum_text(PG_GETARG_DATUM(0));
-  char *job = PG_ARGISNULL(1) ? pstrdup("the job") : text_to_cstring(PG_GETARG_TEXT_PP(1));
-  Bindings *b = static_cast<Bindings *>(palloc(sizeof(Bindings)));
-  parse_bindings(json_text, "budgets", b);
+  char *job;
+  Bindings *b = bindings_args(fcinfo, &job);
   if (b->n == 0) PG_RETURN_VOID();
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
   for (int i = 0; i < b->n; ++i) {
@@ -354,8 +362,7 @@ Datum zizq_check_bindings(PG_FUNCTION_ARGS) {
     if (find_budget_row(item.key, &slot))
       policy = slot.policy;
     else if (!item.has_create_with)
-      ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("budget \"%s\" does not exist", item.key),
-                      errhint("create it with zizq.define_budget, or give the binding a create_with")));
+      refuse_missing_budget(item.key);
     int64 cost = item.cost;
     run_core([&] { core::check_fits(cost, policy, item.key, job); });
   }
