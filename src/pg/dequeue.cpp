@@ -1333,26 +1333,18 @@ uint64 attempt_settled(const Request &r, Tuplestorestate *store, TupleDesc desc,
   return got;
 }
 
-// A look that takes nothing must not keep row locks while its caller waits.
-// In READ COMMITTED, FOR UPDATE SKIP LOCKED that meets a row another worker
-// took after this statement's snapshot locks the row's newest version (the
-// job now in flight) before rechecking it, and keeps that lock when the
-// recheck fails. The job's owner would then block in complete or fail until
-// this transaction ends: for the whole wait. So a dequeue that may wait runs
-// each look in a subtransaction, rolled back (its locks with it) when it
-// took nothing. The price: a look that takes jobs commits a subxid beside
-// the top xid, and one that locked rows and took nothing writes an abort
-// record. A transaction that keeps more than 64 such subxids (dequeue(wait)
-// called that often without a commit) overflows its PGPROC subxid cache.
-uint64 attempt_releasing_locks(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryContext scratch) {
+// Runs body() in a subtransaction, kept when it returns true and rolled
+// back otherwise, which releases the locks it took; an error rolls it back.
+template <typename Body>
+void in_subtransaction(Body body) {
   MemoryContext caller = CurrentMemoryContext;
   ResourceOwner owner = CurrentResourceOwner;
   BeginInternalSubTransaction(nullptr);
   MemoryContextSwitchTo(caller);
-  uint64 got = 0;
+  bool keep = false;
   PG_TRY();
   {
-    got = attempt_settled(r, store, desc, scratch);
+    keep = body();
   }
   PG_CATCH();
   {
@@ -1367,12 +1359,31 @@ uint64 attempt_releasing_locks(const Request &r, Tuplestorestate *store, TupleDe
     ReThrowError(error);
   }
   PG_END_TRY();
-  if (got > 0)
+  if (keep)
     ReleaseCurrentSubTransaction();
   else
     RollbackAndReleaseCurrentSubTransaction();
   MemoryContextSwitchTo(caller);
   CurrentResourceOwner = owner;
+}
+
+// A look that takes nothing must not keep row locks while its caller waits.
+// In READ COMMITTED, FOR UPDATE SKIP LOCKED that meets a row another worker
+// took after this statement's snapshot locks the row's newest version (the
+// job now in flight) before rechecking it, and keeps that lock when the
+// recheck fails. The job's owner would then block in complete or fail until
+// this transaction ends: for the whole wait. So a dequeue that may wait runs
+// each look in a subtransaction, rolled back (its locks with it) when it
+// took nothing. The price: a look that takes jobs commits a subxid beside
+// the top xid, and one that locked rows and took nothing writes an abort
+// record. A transaction that keeps more than 64 such subxids (dequeue(wait)
+// called that often without a commit) overflows its PGPROC subxid cache.
+uint64 attempt_releasing_locks(const Request &r, Tuplestorestate *store, TupleDesc desc, MemoryContext scratch) {
+  uint64 got = 0;
+  in_subtransaction([&] {
+    got = attempt_settled(r, store, desc, scratch);
+    return got > 0;
+  });
   return got;
 }
 
@@ -1381,13 +1392,21 @@ uint64 attempt_releasing_locks(const Request &r, Tuplestorestate *store, TupleDe
 // Plans the statements of the budgeted path before this backend first
 // sleeps, so that the job that wakes it does not also pay for the planning:
 // a backend's first budgeted dequeue measured ~8 ms before, ~6 ms after
-// (~1 ms warm; the rest is first-touch costs of a new backend).
+// (~1 ms warm; the rest is first-touch costs of a new backend). Planning
+// locks zizq._jobs and its indexes until the transaction ends, and a
+// waiting dequeue holds no locks (SPEC §2): a TRUNCATE, reset() or DROP
+// EXTENSION queued behind them blocked every enqueue for the whole wait.
+// So it plans in a subtransaction rolled back at once: the plans stay
+// cached, the locks go.
 void plan_before_first_sleep(const Request &r) {
   static bool planned = false;
   if (planned) return;
   planned = true;
   bool all = r.nqueues == 0;
-  for (SPIPlanPtr p : {budgeted_plan(all), free_plan(all), take_statement(), offers_plan()}) plan_now(p);
+  in_subtransaction([&] {
+    for (SPIPlanPtr p : {budgeted_plan(all), free_plan(all), take_statement(), offers_plan()}) plan_now(p);
+    return false;
+  });
 }
 
 void register_waiter(const Request &r) {
