@@ -519,6 +519,20 @@ CREATE FUNCTION zizq._return_to_ready(ids bigint[]) RETURNS bigint[]
     SELECT COALESCE(array_agg(id), '{}') FROM back
   $$;
 
+-- The dispatcher's requeue (dead sessions, expired leases): a job whose row
+-- another transaction holds (a worker completing a job whose lease ran out,
+-- in a long transaction) is skipped, not waited for, so that promotions,
+-- offers and NOTIFYs go on; the dispatcher comes back for it. Returns the
+-- ids it requeued.
+CREATE FUNCTION zizq._return_unlocked_to_ready(ids bigint[]) RETURNS bigint[]
+  LANGUAGE sql AS $$
+    WITH free AS (SELECT id FROM zizq._jobs WHERE id = ANY (ids) AND status = 'in_flight' FOR UPDATE SKIP LOCKED),
+         back AS (UPDATE zizq._jobs j SET status = 'ready', session_id = NULL, lease_until = NULL, lease_ms = NULL
+                  FROM free WHERE j.id = free.id
+                  RETURNING j.id)
+    SELECT COALESCE(array_agg(id), '{}') FROM back
+  $$;
+
 -- A worker hands jobs back unprocessed. Returns the ids that were not in
 -- flight (nothing was applied to them).
 CREATE FUNCTION zizq.release(ids bigint[])

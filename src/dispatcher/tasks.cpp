@@ -31,6 +31,11 @@ constexpr int kLineWalk = 32;
 constexpr int kBatch = 10000;
 // How soon a cycle put off by a conflicting table lock is tried again.
 constexpr int64 kBusyRetryMs = 20;
+// How soon a job skipped because another transaction held its row (a
+// requeue, a promotion) is tried again: often enough that it follows the
+// holder's commit closely, seldom enough that a lock held for minutes costs
+// the dispatcher little.
+constexpr int64 kHeldRowRetryMs = 100;
 
 struct Timer {
   int32 budget;  // hash key
@@ -277,18 +282,24 @@ int64 *alive_sessions(int *n) {
   return alive;
 }
 
-void return_to_ready(Datum ids) {
-  prepared(requeue_plan, "SELECT zizq._return_to_ready($1)", {INT8ARRAYOID});
+// Requeues what it can of `ids` (in-flight jobs); false when some were
+// left, their rows held by another transaction (or no longer in flight).
+bool return_to_ready(Datum ids) {
+  prepared(requeue_plan, "SELECT cardinality($1), cardinality(zizq._return_unlocked_to_ready($1))",
+           {INT8ARRAYOID});
   Datum args[1] = {ids};
   run_plan(requeue_plan, args, nullptr, false);
+  return column_int32(0, 1) == column_int32(0, 2);
 }
 
 // In-flight jobs without a lease whose session has ended go back to ready.
 // Order matters: first the sessions holding jobs (as of this snapshot), then
 // which sessions are alive. A session registers before its first dequeue
 // commits, so one missing from the live set has ended for good; requeueing
-// by its id never touches a job a live session holds.
-void requeue_dead_sessions() {
+// by its id never touches a job a live session holds. Returns false when
+// some were left (their rows held elsewhere): the sessions count as ended
+// again, for the next try.
+bool requeue_dead_sessions() {
   prepared(holders_plan,
            "SELECT COALESCE(array_agg(DISTINCT COALESCE(session_id, 0)), '{}') FROM zizq._jobs "
            "WHERE status = 'in_flight' AND lease_until IS NULL",
@@ -307,35 +318,41 @@ void requeue_dead_sessions() {
     for (int j = 0; j < nalive && !lives; ++j) lives = alive[j] == holders[i];
     if (!lives) dead[ndead++] = holders[i];
   }
-  if (ndead == 0) return;
+  if (ndead == 0) return true;
   prepared(dead_plan,
-           "SELECT zizq._return_to_ready(ARRAY(SELECT id FROM zizq._jobs WHERE status = 'in_flight' "
-           "AND lease_until IS NULL AND COALESCE(session_id, 0) = ANY ($1)))",
+           "SELECT ARRAY(SELECT id FROM zizq._jobs WHERE status = 'in_flight' "
+           "AND lease_until IS NULL AND COALESCE(session_id, 0) = ANY ($1))",
            {INT8ARRAYOID});
   Datum args[1] = {int8_array(dead, ndead)};
   run_plan(dead_plan, args, nullptr, false);
+  bool isnull_ids = false;
+  if (return_to_ready(column(0, 1, &isnull_ids))) return true;
+  LWLockAcquire(shared->waiter_lock, LW_EXCLUSIVE);
+  shared->sessions_ended = true;
+  LWLockRelease(shared->waiter_lock);
+  return false;
 }
 
-void expire_leases() {
+bool expire_leases() {
   prepared(leases_plan,
            "SELECT COALESCE(array_agg(id), '{}') FROM zizq._jobs WHERE status = 'in_flight' "
            "AND lease_until <= clock_timestamp()",
            {});
   run_plan(leases_plan, nullptr, nullptr, false);
   bool isnull = false;
-  return_to_ready(column(0, 1, &isnull));
+  return return_to_ready(column(0, 1, &isnull));
 }
 
 // Scheduled jobs whose ready_at has come (the trigger ready_update wakes
-// their workers and notifies at commit).
-void promote_scheduled() {
+// their workers and notifies at commit). Returns how many.
+uint64 promote_scheduled() {
   prepared(promote_plan,
            "WITH due AS (SELECT id FROM zizq._jobs WHERE status = 'scheduled' AND ready_at <= clock_timestamp() "
            "ORDER BY ready_at LIMIT $1 FOR UPDATE SKIP LOCKED) "
            "UPDATE zizq._jobs j SET status = 'ready' FROM due WHERE j.id = due.id",
            {INT4OID});
   Datum args[1] = {Int32GetDatum(kBatch)};
-  run_plan(promote_plan, args, nullptr, false);
+  return run_plan(promote_plan, args, nullptr, false);
 }
 
 SPIPlanPtr unparked_plan = nullptr;
@@ -448,6 +465,7 @@ Phase write_phase(Dispatcher &d) {
   LWLockAcquire(shared->waiter_lock, LW_SHARED);
   bool ended = shared->sessions_ended;
   LWLockRelease(shared->waiter_lock);
+  bool requeued_all = true;
   if (!loaded) {
     LWLockAcquire(shared->budget_lock, LW_SHARED);
     bool overflowed = shared->replay_overflow;
@@ -470,7 +488,7 @@ Phase write_phase(Dispatcher &d) {
         return Phase::Busy;
       }
     }
-    requeue_dead_sessions();
+    requeued_all = requeue_dead_sessions();
     end();
     begin_repeatable_read("zizq dispatcher: loading budgets");
     if (!try_lock_tables(AccessShareLock)) {
@@ -482,15 +500,22 @@ Phase write_phase(Dispatcher &d) {
       return write_phase(d);
     }
   } else if (ended || !d.started) {
-    requeue_dead_sessions();
+    requeued_all = requeue_dead_sessions();
   }
   TimestampTz now = GetCurrentTimestamp();
-  if (due(d.next_lease, now)) expire_leases();
-  if (due(d.next_scheduled, now)) promote_scheduled();
+  bool leases_all = !due(d.next_lease, now) || expire_leases();
+  bool promoted_batch = due(d.next_scheduled, now) && promote_scheduled() == static_cast<uint64>(kBatch);
   park_requested();
   if (due(d.next_purge, now)) purge();
   read_next_times(d);
   end();
+  // Work still due that this cycle could not do (rows held by other
+  // transactions) is tried again a little later, not in a spin; a full
+  // batch of promotions comes straight back.
+  TimestampTz retry = now + kHeldRowRetryMs * 1000;
+  d.requeue_retry = requeued_all ? 0 : retry;
+  if (!leases_all && due(d.next_lease, now)) d.next_lease = retry;
+  if (!promoted_batch && due(d.next_scheduled, now)) d.next_scheduled = retry;
   return Phase::Done;
 }
 
@@ -1074,6 +1099,7 @@ TimestampTz run_cycle(Dispatcher &d) {
   }
   if (!evaluate_phase(d)) return busy_retry;
   TimestampTz next = earliest(earliest(d.next_scheduled, d.next_lease), earliest(d.next_purge, next_timer(d)));
+  next = earliest(next, d.requeue_retry);
   int64 notify_at = notifications_due_at(d);
   if (notify_at != 0) next = earliest(next, wall_time_of(notify_at));
   // More due work than one batch: come straight back.

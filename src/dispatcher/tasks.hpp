@@ -9,6 +9,9 @@ struct Dispatcher {
   bool started;          // the first cycle after the process started
   HTAB *timers;          // budget id -> monotonic µs its lines are next due
   TimestampTz next_scheduled, next_lease, next_purge;  // 0: none
+  // A requeue that skipped jobs whose rows others held is tried again then
+  // (0: none).
+  TimestampTz requeue_retry;
   int64 notified_us;     // monotonic µs of the last NOTIFYs of noted queues; 0: none yet
 };
 
