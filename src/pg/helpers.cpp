@@ -41,13 +41,7 @@ extern "C" {
 
 PG_FUNCTION_INFO_V1(zizq_check_database);
 Datum zizq_check_database(PG_FUNCTION_ARGS) {
-  require_shared();
-  if (!in_zizq_database())
-    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                    errmsg("zizq serves database \"%s\", not \"%s\"", guc_database, get_database_name(MyDatabaseId)),
-                    errhint("set zizq.database = '%s' in postgresql.conf and restart, or create the extension in "
-                            "database \"%s\"",
-                            get_database_name(MyDatabaseId), guc_database)));
+  require_shared();  // refuses any other database than zizq.database
   PG_RETURN_VOID();
 }
 

@@ -35,7 +35,23 @@ bool in_zizq_database() {
   return current != nullptr && strcmp(current, guc_database) == 0;
 }
 
+void refuse_other_database() {
+  const char *here = get_database_name(MyDatabaseId);
+  ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                  errmsg("zizq serves database \"%s\", not \"%s\"", guc_database, here ? here : "?"),
+                  errhint("set zizq.database = '%s' in postgresql.conf and restart, or use zizq in database \"%s\"",
+                          here ? here : "?", guc_database)));
+}
+
 namespace {
+
+// An empty name would send the dispatcher into a restart loop of "database
+// "" does not exist".
+bool check_database_name(char **value, void **, GucSource) {
+  if (*value != nullptr && (*value)[0] != '\0') return true;
+  GUC_check_errmsg("zizq.database must name a database");
+  return false;
+}
 
 shmem_request_hook_type prev_shmem_request = nullptr;
 shmem_startup_hook_type prev_shmem_startup = nullptr;
@@ -53,7 +69,7 @@ void startup_hook() {
 void define_gucs() {
   DefineCustomStringVariable("zizq.database", "Database the zizq dispatcher serves.",
                              "zizq can be installed in this database only.", &guc_database, "postgres",
-                             PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+                             PGC_POSTMASTER, 0, check_database_name, nullptr, nullptr);
   DefineCustomIntVariable("zizq.max_budgets", "Most budgets that can exist at once.",
                           "Sizes the shared memory that holds token state.", &guc_max_budgets, 8192, 16, 1000000,
                           PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);

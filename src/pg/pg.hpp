@@ -91,5 +91,7 @@ extern int guc_dispatch_grace_ms;
 
 // True in the database the dispatcher serves (zizq.database).
 bool in_zizq_database();
+// Raises 55000: zizq is used in a database other than zizq.database.
+[[noreturn]] void refuse_other_database();
 
 }  // namespace zizq::pg

@@ -147,6 +147,14 @@ void require_shared() {
     ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                     errmsg("zizq is not loaded through shared_preload_libraries"),
                     errhint("add zizq to shared_preload_libraries in postgresql.conf and restart the server")));
+  // Shared memory holds one database's budgets and waiters, by id: an
+  // install left in another database (zizq.database changed since) would
+  // mix its budgets with the served one's. zizq.database is fixed at server
+  // start, so one check per backend is enough.
+  static Oid served = InvalidOid;
+  if (MyDatabaseId == served) return;
+  if (!in_zizq_database()) refuse_other_database();
+  served = MyDatabaseId;
 }
 
 void reset_shared_state(bool wait_writers) {
