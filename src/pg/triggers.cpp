@@ -198,6 +198,10 @@ PG_FUNCTION_INFO_V1(zizq_trg_jobs_truncated);
 Datum zizq_trg_jobs_truncated(PG_FUNCTION_ARGS) {
   (void)trigger_data(fcinfo, "zizq_trg_jobs_truncated");
   note_hidden_ready_jobs_of_all_kinds();
+  // The jobs' in-flight costs and parked counts leave with them: without a
+  // rebuild, the tokens of in-flight jobs never came back.
+  at_commit_reload_budgets();
+  at_commit_wake_dispatcher();
   return PointerGetDatum(nullptr);
 }
 

@@ -32,6 +32,7 @@ enum class Kind : uint8 {
   Policy,
   DropBudget,
   ResetBudgets,
+  ReloadBudgets,
   Dirty,
   LowerFloor,
   ClearFloors,
@@ -195,6 +196,7 @@ void log_budget_op(const Op &op, bool at_pre_commit) {
     case Kind::Policy: log_replay(ReplayEntry::Policy, op.budget, 0, &op.policy, at_pre_commit); break;
     case Kind::DropBudget: log_replay(ReplayEntry::Dropped, op.budget, 0, nullptr, at_pre_commit); break;
     case Kind::ResetBudgets: log_replay(ReplayEntry::Reset, 0, 0, nullptr, at_pre_commit); break;
+    case Kind::ReloadBudgets: shared->replay_overflow = true; break;  // the load starts over
     case Kind::Dirty: log_replay(ReplayEntry::Dirty, op.budget, 0, nullptr, at_pre_commit); break;
     default: break;
   }
@@ -211,6 +213,14 @@ struct Handoffs {
 void apply_budget_op(const Op &op, int64 now, Handoffs &handoffs) {
   if (op.kind == Kind::ResetBudgets) {
     reset_budgets_in_place();
+    return;
+  }
+  if (op.kind == Kind::ReloadBudgets) {
+    // As when changes were lost from the replay log: the dispatcher
+    // rebuilds every budget from the tables, after the writers older than
+    // its reset have ended.
+    shared->budgets_loaded = false;
+    shared->replay_overflow = true;
     return;
   }
   if (op.kind == Kind::DropBudget) {
@@ -573,6 +583,7 @@ void at_commit_policy(int32 budget, const core::Policy &policy) {
 
 void at_commit_drop_budget(int32 budget) { push(Kind::DropBudget).budget = budget; }
 void at_commit_reset_budgets() { push(Kind::ResetBudgets); }
+void at_commit_reload_budgets() { push(Kind::ReloadBudgets); }
 bool only_own_changes_so_far() {
   if (own_wal_mark == kForeignChange) return false;
   if (own_wal_mark == kNoOwnChange) return !TransactionIdIsValid(GetTopTransactionIdIfAny());
