@@ -519,14 +519,20 @@ CREATE FUNCTION zizq._return_to_ready(ids bigint[]) RETURNS bigint[]
     SELECT COALESCE(array_agg(id), '{}') FROM back
   $$;
 
--- The dispatcher's requeue (dead sessions, expired leases): a job whose row
--- another transaction holds (a worker completing a job whose lease ran out,
--- in a long transaction) is skipped, not waited for, so that promotions,
--- offers and NOTIFYs go on; the dispatcher comes back for it. Returns the
--- ids it requeued.
-CREATE FUNCTION zizq._return_unlocked_to_ready(ids bigint[]) RETURNS bigint[]
+-- The dispatcher's requeue: of `ids`, the in-flight jobs of the ended
+-- sessions `dead` (NULL: the jobs whose lease has run out), rechecked on
+-- the locked row (a heartbeat or a new owner may have come meanwhile). A
+-- job whose row another transaction holds (a worker completing a job whose
+-- lease ran out, in a long transaction) is skipped, not waited for, so that
+-- promotions, offers and NOTIFYs go on; the dispatcher comes back for it.
+-- Returns the ids it requeued.
+CREATE FUNCTION zizq._return_unlocked_to_ready(ids bigint[], dead bigint[]) RETURNS bigint[]
   LANGUAGE sql AS $$
-    WITH free AS (SELECT id FROM zizq._jobs WHERE id = ANY (ids) AND status = 'in_flight' FOR UPDATE SKIP LOCKED),
+    WITH free AS (SELECT id FROM zizq._jobs
+                   WHERE id = ANY (ids) AND status = 'in_flight'
+                     AND CASE WHEN dead IS NULL THEN lease_until <= clock_timestamp()
+                              ELSE lease_until IS NULL AND COALESCE(session_id, 0) = ANY (dead) END
+                   FOR UPDATE SKIP LOCKED),
          back AS (UPDATE zizq._jobs j SET status = 'ready', session_id = NULL, lease_until = NULL, lease_ms = NULL
                   FROM free WHERE j.id = free.id
                   RETURNING j.id)

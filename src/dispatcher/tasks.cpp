@@ -282,13 +282,15 @@ int64 *alive_sessions(int *n) {
   return alive;
 }
 
-// Requeues what it can of `ids` (in-flight jobs); false when some were
-// left, their rows held by another transaction (or no longer in flight).
-bool return_to_ready(Datum ids) {
-  prepared(requeue_plan, "SELECT cardinality($1), cardinality(zizq._return_unlocked_to_ready($1))",
-           {INT8ARRAYOID});
-  Datum args[1] = {ids};
-  run_plan(requeue_plan, args, nullptr, false);
+// Requeues what it can of `ids`: jobs of the ended sessions `dead`, or
+// (dead NULL) jobs whose lease ran out; false when some were left, their
+// rows held by another transaction (or no longer due).
+bool return_to_ready(Datum ids, Datum dead, bool no_dead) {
+  prepared(requeue_plan, "SELECT cardinality($1), cardinality(zizq._return_unlocked_to_ready($1, $2))",
+           {INT8ARRAYOID, INT8ARRAYOID});
+  Datum args[2] = {ids, dead};
+  char nulls[3] = {' ', no_dead ? 'n' : ' ', '\0'};
+  run_plan(requeue_plan, args, nulls, false);
   return column_int32(0, 1) == column_int32(0, 2);
 }
 
@@ -326,7 +328,7 @@ bool requeue_dead_sessions() {
   Datum args[1] = {int8_array(dead, ndead)};
   run_plan(dead_plan, args, nullptr, false);
   bool isnull_ids = false;
-  if (return_to_ready(column(0, 1, &isnull_ids))) return true;
+  if (return_to_ready(column(0, 1, &isnull_ids), args[0], false)) return true;
   LWLockAcquire(shared->waiter_lock, LW_EXCLUSIVE);
   shared->sessions_ended = true;
   LWLockRelease(shared->waiter_lock);
@@ -340,7 +342,7 @@ bool expire_leases() {
            {});
   run_plan(leases_plan, nullptr, nullptr, false);
   bool isnull = false;
-  return return_to_ready(column(0, 1, &isnull));
+  return return_to_ready(column(0, 1, &isnull), 0, true);
 }
 
 // Scheduled jobs whose ready_at has come (the trigger ready_update wakes
@@ -504,7 +506,8 @@ Phase write_phase(Dispatcher &d) {
   }
   TimestampTz now = GetCurrentTimestamp();
   bool leases_all = !due(d.next_lease, now) || expire_leases();
-  bool promoted_batch = due(d.next_scheduled, now) && promote_scheduled() == static_cast<uint64>(kBatch);
+  bool promoting = due(d.next_scheduled, now);
+  bool promoted_batch = promoting && promote_scheduled() == static_cast<uint64>(kBatch);
   park_requested();
   if (due(d.next_purge, now)) purge();
   read_next_times(d);
@@ -515,7 +518,7 @@ Phase write_phase(Dispatcher &d) {
   TimestampTz retry = now + kHeldRowRetryMs * 1000;
   d.requeue_retry = requeued_all ? 0 : retry;
   if (!leases_all && due(d.next_lease, now)) d.next_lease = retry;
-  if (!promoted_batch && due(d.next_scheduled, now)) d.next_scheduled = retry;
+  if (promoting && !promoted_batch && due(d.next_scheduled, now)) d.next_scheduled = retry;
   return Phase::Done;
 }
 

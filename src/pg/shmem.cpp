@@ -265,6 +265,25 @@ void reset_budgets_in_place() {
   shared->park_count = shared->dirty_count = shared->dirty_head = 0;
 }
 
+// TRUNCATE zizq._jobs committed. It held the table exclusively until now,
+// so no other transaction has a job of it in flight or parked: every count
+// of jobs is 0. Tokens of time_based buckets stay as they are (no refund).
+void clear_job_state_in_place() {
+  HASH_SEQ_STATUS scan;
+  hash_seq_init(&scan, budget_hash);
+  for (auto *b = static_cast<BudgetEntry *>(hash_seq_search(&scan)); b != nullptr;
+       b = static_cast<BudgetEntry *>(hash_seq_search(&scan))) {
+    b->tokens.in_flight = 0;
+    for (int32 &p : b->parked) p = 0;
+    b->offered_cost = 0;
+    b->standby_slot = -1;
+    b->starved = b->starved_any_queue = false;
+  }
+  for (int i = 0; i < shared->offer_high; ++i) offers[i].job_id = 0;
+  shared->offer_count = shared->offer_high = 0;
+  shared->offers_full = false;
+}
+
 void mark_dirty(BudgetEntry *b) {
   if (b->dirty) return;
   b->dirty = true;

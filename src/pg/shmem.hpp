@@ -176,6 +176,7 @@ BudgetEntry *find_budget(int32 id);                        // any mode
 BudgetEntry *add_budget(int32 id, const core::Policy &p);  // exclusive; nullptr when full
 void remove_budget(int32 id);                              // exclusive
 void reset_budgets_in_place();                             // exclusive: zizq.reset()
+void clear_job_state_in_place();                           // exclusive: TRUNCATE zizq._jobs
 void mark_dirty(BudgetEntry *b);                           // exclusive
 // While loading: logs a change for the dispatcher to replay (exclusive).
 void log_replay(ReplayEntry::Kind kind, int32 budget, int32 value, const core::Policy *policy,

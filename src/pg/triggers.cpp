@@ -35,6 +35,9 @@ const JobAttrs &attrs_of(Relation rel) {
 
 TriggerData *trigger_data(FunctionCallInfo fcinfo, const char *name) {
   if (!CALLED_AS_TRIGGER(fcinfo)) elog(ERROR, "%s: not called by trigger manager", name);
+  // Writes to zizq._jobs reach shared memory, which holds the budgets of
+  // zizq.database only: refused in a database the setting no longer names.
+  require_shared();
   return reinterpret_cast<TriggerData *>(fcinfo->context);
 }
 
@@ -198,9 +201,9 @@ PG_FUNCTION_INFO_V1(zizq_trg_jobs_truncated);
 Datum zizq_trg_jobs_truncated(PG_FUNCTION_ARGS) {
   (void)trigger_data(fcinfo, "zizq_trg_jobs_truncated");
   note_hidden_ready_jobs_of_all_kinds();
-  // The jobs' in-flight costs and parked counts leave with them: without a
-  // rebuild, the tokens of in-flight jobs never came back.
-  at_commit_reload_budgets();
+  // The jobs' in-flight costs, parked counts and offers leave with them:
+  // without this, the tokens of in-flight jobs never came back.
+  at_commit_clear_job_state();
   at_commit_wake_dispatcher();
   return PointerGetDatum(nullptr);
 }

@@ -32,7 +32,7 @@ enum class Kind : uint8 {
   Policy,
   DropBudget,
   ResetBudgets,
-  ReloadBudgets,
+  ClearJobState,
   Dirty,
   LowerFloor,
   ClearFloors,
@@ -196,7 +196,7 @@ void log_budget_op(const Op &op, bool at_pre_commit) {
     case Kind::Policy: log_replay(ReplayEntry::Policy, op.budget, 0, &op.policy, at_pre_commit); break;
     case Kind::DropBudget: log_replay(ReplayEntry::Dropped, op.budget, 0, nullptr, at_pre_commit); break;
     case Kind::ResetBudgets: log_replay(ReplayEntry::Reset, 0, 0, nullptr, at_pre_commit); break;
-    case Kind::ReloadBudgets: shared->replay_overflow = true; break;  // the load starts over
+    case Kind::ClearJobState: shared->replay_overflow = true; break;  // the load starts over, from the tables
     case Kind::Dirty: log_replay(ReplayEntry::Dirty, op.budget, 0, nullptr, at_pre_commit); break;
     default: break;
   }
@@ -215,12 +215,8 @@ void apply_budget_op(const Op &op, int64 now, Handoffs &handoffs) {
     reset_budgets_in_place();
     return;
   }
-  if (op.kind == Kind::ReloadBudgets) {
-    // As when changes were lost from the replay log: the dispatcher
-    // rebuilds every budget from the tables, after the writers older than
-    // its reset have ended.
-    shared->budgets_loaded = false;
-    shared->replay_overflow = true;
+  if (op.kind == Kind::ClearJobState) {
+    clear_job_state_in_place();
     return;
   }
   if (op.kind == Kind::DropBudget) {
@@ -583,7 +579,7 @@ void at_commit_policy(int32 budget, const core::Policy &policy) {
 
 void at_commit_drop_budget(int32 budget) { push(Kind::DropBudget).budget = budget; }
 void at_commit_reset_budgets() { push(Kind::ResetBudgets); }
-void at_commit_reload_budgets() { push(Kind::ReloadBudgets); }
+void at_commit_clear_job_state() { push(Kind::ClearJobState); }
 bool only_own_changes_so_far() {
   if (own_wal_mark == kForeignChange) return false;
   if (own_wal_mark == kNoOwnChange) return !TransactionIdIsValid(GetTopTransactionIdIfAny());

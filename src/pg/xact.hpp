@@ -54,9 +54,10 @@ void at_commit_parked_drop(int32 budget, int position);
 void at_commit_policy(int32 budget, const core::Policy &policy);
 void at_commit_drop_budget(int32 budget);
 void at_commit_reset_budgets();
-// At commit, shared budget state is rebuilt from the tables (a TRUNCATE of
-// the jobs took in-flight costs and parked jobs with it).
-void at_commit_reload_budgets();
+// At commit, no job is in flight, parked or offered any more (TRUNCATE
+// zizq._jobs): in-flight costs and parked counts go to 0, time_based
+// buckets keep their tokens.
+void at_commit_clear_job_state();
 void at_commit_dirty(int32 budget);
 // A transaction whose WAL-logged changes were all made by zizq calls of
 // these kinds needs less of its commit (see xact.cpp, "commits whose flush

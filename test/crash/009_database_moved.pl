@@ -6,8 +6,9 @@
 # installed: its functions went on working there, and a budget of the new
 # database (same id) was charged for the old one's jobs, so a limit of 1
 # let 2 jobs run. Every zizq function now refuses (55000) outside
-# zizq.database. An empty zizq.database (a dispatcher restart loop) is
-# refused too.
+# zizq.database, and so do its triggers (a DELETE or TRUNCATE there would
+# give tokens back to the served database's budgets). An empty
+# zizq.database (a dispatcher restart loop) is refused too.
 use strict;
 use warnings;
 use FindBin;
@@ -34,7 +35,7 @@ ZizqNode::wait_loaded($node);
 $node->safe_psql('postgres', q{SELECT zizq.define_budget('served', 5, 'while_in_flight')});
 
 for my $call ('SELECT count(*) FROM zizq.dequeue(NULL, 10)', q{SELECT zizq.enqueue('q', 't')},
-	q{SELECT zizq.define_budget('x', 1, 'while_in_flight')})
+	q{SELECT zizq.define_budget('x', 1, 'while_in_flight')}, 'DELETE FROM zizq._jobs', 'TRUNCATE zizq._jobs')
 {
 	my ($rc, $out, $err) = $node->psql('old', $call);
 	like($err, qr/zizq serves database "postgres", not "old"/, "refused in the old database: $call");
