@@ -364,8 +364,8 @@ CREATE FUNCTION zizq._lock_budget_key(key text, exclusive boolean) RETURNS void
 CREATE FUNCTION zizq._bindings(budgets jsonb, job text,
     OUT budgets jsonb, OUT budget_ids integer[], OUT budget_costs integer[])
   LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_bindings';
-CREATE FUNCTION zizq._interval_ms(i interval) RETURNS bigint
-  LANGUAGE c IMMUTABLE STRICT AS 'MODULE_PATHNAME', 'zizq_interval_ms';
+CREATE FUNCTION zizq._lease_ms(lease interval) RETURNS bigint
+  LANGUAGE c IMMUTABLE STRICT AS 'MODULE_PATHNAME', 'zizq_lease_ms';
 CREATE FUNCTION zizq._check_bindings(budgets jsonb, job text) RETURNS void
   LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_check_bindings';
 CREATE FUNCTION zizq._budget_live(
@@ -484,20 +484,13 @@ CREATE FUNCTION zizq.heartbeat(ids bigint[], lease interval DEFAULT NULL)
   AS $$
 DECLARE
   alive bigint[];
+  new_ms bigint := zizq._lease_ms(lease);  -- NULL: keep each job's; refused as dequeue refuses
 BEGIN
-  IF lease IS NOT NULL AND lease <= interval '0' THEN
-    RAISE EXCEPTION 'lease must be positive, not %', lease USING ERRCODE = '22023';
-  END IF;
-  IF zizq._interval_ms(lease) > 315576000000 THEN  -- as dequeue: the lease's end must stay a timestamp
-    RAISE EXCEPTION 'lease must be at most 10 years, not %', lease USING ERRCODE = '22023';
-  END IF;
   WITH extended AS (
     UPDATE zizq._jobs AS t SET
-      lease_ms = CASE WHEN heartbeat.lease IS NOT NULL
-                      THEN (extract(epoch FROM heartbeat.lease) * 1000)::bigint ELSE t.lease_ms END,
-      lease_until = CASE WHEN heartbeat.lease IS NOT NULL THEN clock_timestamp() + heartbeat.lease
-                         WHEN t.lease_ms IS NOT NULL THEN clock_timestamp() + t.lease_ms * interval '1 millisecond'
-                         ELSE NULL END,
+      lease_ms = COALESCE(new_ms, t.lease_ms),
+      lease_until = CASE WHEN COALESCE(new_ms, t.lease_ms) IS NOT NULL
+                         THEN clock_timestamp() + COALESCE(new_ms, t.lease_ms) * interval '1 millisecond' END,
       session_id = CASE WHEN heartbeat.lease IS NOT NULL THEN NULL ELSE t.session_id END
     WHERE t.id = ANY (ids) AND t.status = 'in_flight'
     RETURNING t.id)

@@ -419,8 +419,6 @@ Datum zizq_budget_live(PG_FUNCTION_ARGS) {
   return (Datum)0;
 }
 
-// When a budget can next pay `cost` (now if it can; NULL when only a
-// release can help).
 // zizq._due_at(budget_id, cost, ahead_cost): when the budget can pay `cost`
 // behind jobs costing `ahead_cost` in its line (NULL: only a release helps).
 PG_FUNCTION_INFO_V1(zizq_due_at);

@@ -1454,6 +1454,17 @@ void refuse_above_ten_years(const char *what, int64 ms) {
                     errmsg("%s must be at most 10 years, not %lld ms", what, static_cast<long long>(ms))));
 }
 
+// A lease in milliseconds (a month is 30 days), positive and at most ten
+// years; dequeue's and heartbeat's alike.
+int64 lease_ms_of(Interval *lease) {
+  int64 ms = interval_ms(lease);
+  if (ms <= 0)
+    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("lease must be positive"),
+                    errhint("omit the lease to tie the jobs to this session instead")));
+  refuse_above_ten_years("lease", ms);
+  return ms;
+}
+
 Request read_request(FunctionCallInfo fcinfo) {
   Request r;
   memset(&r, 0, sizeof r);
@@ -1493,11 +1504,7 @@ Request read_request(FunctionCallInfo fcinfo) {
   }
   if (!PG_ARGISNULL(3)) {
     r.leased = true;
-    r.lease_ms = interval_ms(PG_GETARG_INTERVAL_P(3));
-    if (r.lease_ms <= 0)
-      ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("lease must be positive"),
-                      errhint("omit the lease to tie the jobs to this session instead")));
-    refuse_above_ten_years("lease", r.lease_ms);
+    r.lease_ms = lease_ms_of(PG_GETARG_INTERVAL_P(3));
   } else {
     r.session = static_cast<int64>(my_session_id());
   }
@@ -1555,10 +1562,10 @@ Datum zizq_dequeue(PG_FUNCTION_ARGS) {
   return (Datum)0;
 }
 
-// zizq._interval_ms(interval): milliseconds as dequeue counts its wait and
-// lease (a month is 30 days), so that heartbeat bounds a lease alike.
-PG_FUNCTION_INFO_V1(zizq_interval_ms);
-Datum zizq_interval_ms(PG_FUNCTION_ARGS) { PG_RETURN_INT64(interval_ms(PG_GETARG_INTERVAL_P(0))); }
+// zizq._lease_ms(interval): heartbeat's lease, checked and counted as
+// dequeue's.
+PG_FUNCTION_INFO_V1(zizq_lease_ms);
+Datum zizq_lease_ms(PG_FUNCTION_ARGS) { PG_RETURN_INT64(lease_ms_of(PG_GETARG_INTERVAL_P(0))); }
 
 // zizq._claim_paid(id, priority, queue, budget_ids, budget_costs): the
 // filter of budgeted_fast_attempt's statement (see there).
