@@ -11,11 +11,13 @@ use IPC::Run;
 use Test::More;
 use Time::HiRes qw(time usleep);
 
+# start($name, $extra_conf, %init): %init goes to PostgreSQL::Test::Cluster's
+# init (allows_streaming => 1 for a primary).
 sub start
 {
-	my ($name, $extra_conf) = @_;
+	my ($name, $extra_conf, %init) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
+	$node->init(%init);
 	$node->append_conf('postgresql.conf', q(
 shared_preload_libraries = 'zizq'
 zizq.database = 'postgres'
