@@ -47,6 +47,18 @@ Size fixed_size() {
   return size;
 }
 
+// The high half of this server's session ids. Random, not the time: a crash
+// restart within the same second as the start (or a standby set up in the
+// same second as its primary, then promoted) would hand out the ids of the
+// sessions before it again, counter included, and a job of a killed
+// session would look held by a new one until that one ended.
+uint32 new_session_epoch() {
+  uint32 epoch = 0;
+  while (epoch == 0)
+    if (!pg_strong_random(&epoch, sizeof epoch)) epoch = static_cast<uint32>(time(nullptr)) ^ static_cast<uint32>(MyProcPid);
+  return epoch;
+}
+
 void init_shared(char *base) {
   memset(base, 0, fixed_size());
   shared = reinterpret_cast<Shared *>(base);
@@ -54,7 +66,7 @@ void init_shared(char *base) {
   shared->waiter_lock = &GetNamedLWLockTranche(kWaiterTranche)[0].lock;
   shared->claim_locks = GetNamedLWLockTranche(kClaimTranche);
   shared->floor_lock = &GetNamedLWLockTranche(kFloorTranche)[0].lock;
-  shared->epoch = static_cast<uint32>(time(nullptr));
+  shared->epoch = new_session_epoch();
   // Born loading: every change is logged until the dispatcher has read the
   // tables, so it never needs to wait for older transactions.
   shared->loading = true;
