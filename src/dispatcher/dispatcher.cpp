@@ -30,6 +30,11 @@
 #endif
 
 extern "C" {
+#include "access/heapam.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/fd.h"
@@ -46,6 +51,53 @@ using namespace zizq::pg;
 
 // Upper bound on a sleep: a lost wake-up costs at most this much.
 constexpr long kMaxSleepMs = 30000;
+
+// zizq.database may name a database not created yet. Connecting to it ends
+// the process with FATAL, and the postmaster starts it again a second later:
+// two log lines a second for as long as the database is missing. So a start
+// that could not connect leaves a note, and the next one connects to no
+// database, looks for it in pg_database (a shared catalog) every few seconds
+// and exits, to be started again, once it is there.
+constexpr long kDatabasePollMs = 2000;
+bool connected = false;
+
+void note_failed_connection(int, Datum) {
+  if (!connected && shared != nullptr) shared->database_missing = true;
+}
+
+// A heap scan, as autovacuum's launcher reads the list: without a database
+// only the nailed catalogs are open, and pg_database's indexes are not.
+bool database_exists(const char *name) {
+  StartTransactionCommand();
+  Relation rel = table_open(DatabaseRelationId, AccessShareLock);
+  TableScanDesc scan = table_beginscan_catalog(rel, 0, nullptr);
+  bool exists = false;
+  for (HeapTuple tup; !exists && (tup = heap_getnext(scan, ForwardScanDirection)) != nullptr;)
+    exists = strcmp(NameStr(reinterpret_cast<Form_pg_database>(GETSTRUCT(tup))->datname), name) == 0;
+  table_endscan(scan);
+  table_close(rel, AccessShareLock);
+  CommitTransactionCommand();
+  return exists;
+}
+
+void wait_for_database() {
+  BackgroundWorkerInitializeConnection(nullptr, nullptr, 0);
+  ereport(LOG, (errmsg("zizq dispatcher: waiting for database \"%s\" (zizq.database) to be created", guc_database)));
+  while (!database_exists(guc_database)) {
+    (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, kDatabasePollMs, PG_WAIT_EXTENSION);
+    ResetLatch(MyLatch);
+    CHECK_FOR_INTERRUPTS();
+  }
+  shared->database_missing = false;
+  proc_exit(1);  // started again, it connects
+}
+
+void connect_to_database() {
+  if (shared->database_missing) wait_for_database();
+  before_shmem_exit(note_failed_connection, 0);
+  BackgroundWorkerInitializeConnection(guc_database, nullptr, 0);
+  connected = true;
+}
 
 void forget_latch(int, Datum) {
   if (shared == nullptr) return;
@@ -147,10 +199,15 @@ void zizq_dispatcher_main(Datum) {
   pqsignal(SIGTERM, die);
   pqsignal(SIGHUP, SignalHandlerForConfigReload);
   BackgroundWorkerUnblockSignals();
-  BackgroundWorkerInitializeConnection(zizq::pg::guc_database, nullptr, 0);
+  connect_to_database();
   // Everything the dispatcher writes is rebuilt after a crash: do not wait
   // for WAL flushes.
   SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+  // Its statements are written for READ COMMITTED (each sees what committed
+  // before it; the load sets REPEATABLE READ itself): a database or role
+  // default of SERIALIZABLE made them fail with serialization errors, each
+  // ending the dispatcher until its restart a second later.
+  SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
   // Generic plans of index-shaped statements, whatever the table's size now
   // (see sql/zizq--1.0.sql, part 5).
   SetConfigOption("enable_seqscan", "off", PGC_SUSET, PGC_S_OVERRIDE);

@@ -140,6 +140,9 @@ struct Shared {
   bool sessions_ended;
 
   uint32 epoch;  // distinguishes session ids across restarts
+  // The dispatcher's last start could not connect to zizq.database (set
+  // and read by the dispatcher alone, one process at a time).
+  bool database_missing;
   pg_atomic_uint64 next_session;
 };
 
