@@ -218,6 +218,11 @@ CREATE FUNCTION zizq._trg_jobs_inserted() RETURNS trigger
   LANGUAGE c AS 'MODULE_PATHNAME', 'zizq_trg_jobs_inserted';
 CREATE TRIGGER jobs_inserted AFTER INSERT ON zizq._jobs FOR EACH STATEMENT
   EXECUTE FUNCTION zizq._trg_jobs_inserted();
+CREATE FUNCTION zizq._trg_job_inserted_parked() RETURNS trigger
+  LANGUAGE c AS 'MODULE_PATHNAME', 'zizq_trg_job_inserted_parked';
+CREATE TRIGGER job_inserted_parked AFTER INSERT ON zizq._jobs FOR EACH ROW
+  WHEN (NEW.parked AND NEW.budget_ids IS NOT NULL)
+  EXECUTE FUNCTION zizq._trg_job_inserted_parked();
 CREATE FUNCTION zizq._trg_jobs_truncated() RETURNS trigger
   LANGUAGE c AS 'MODULE_PATHNAME', 'zizq_trg_jobs_truncated';
 CREATE TRIGGER jobs_truncated BEFORE TRUNCATE ON zizq._jobs FOR EACH STATEMENT
@@ -351,7 +356,7 @@ CREATE FUNCTION zizq._policy(key text, allocation integer, strategy text, durati
   RETURNS jsonb LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'zizq_policy';
 CREATE FUNCTION zizq._policy_patch(key text, current jsonb, patch jsonb)
   RETURNS jsonb LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'zizq_policy_patch';
-CREATE FUNCTION zizq._budget_created(id integer, policy jsonb) RETURNS void
+CREATE FUNCTION zizq._budget_created(id integer, policy jsonb, key text) RETURNS void
   LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_budget_created';
 CREATE FUNCTION zizq._budget_changed(id integer, policy jsonb) RETURNS void
   LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_budget_changed';
@@ -769,7 +774,8 @@ BEGIN
       RAISE EXCEPTION 'budget "%" already exists', key USING ERRCODE = '42710',
         HINT = 'pass replace => true to overwrite its policy, or use zizq.update_budget';
     END IF;
-    PERFORM zizq._check_bound_costs(b, policy);
+    -- The trigger budget_written checks the bound jobs and applies the
+    -- policy to the live state.
     UPDATE zizq.budgets t SET
       allocation = (policy->>'allocation')::integer,
       strategy = policy->'strategy'->>'type',
@@ -777,13 +783,11 @@ BEGIN
       burst = (policy->'strategy'->>'burst')::integer,
       updated_at = now()
     WHERE t.id = b.id RETURNING * INTO b;
-    PERFORM zizq._budget_changed(b.id, policy);
   ELSE
     INSERT INTO zizq.budgets (key, allocation, strategy, duration_ms, burst)
     VALUES (key, (policy->>'allocation')::integer, policy->'strategy'->>'type',
             (policy->'strategy'->>'duration_ms')::bigint, (policy->'strategy'->>'burst')::integer)
     RETURNING * INTO b;
-    PERFORM zizq._budget_created(b.id, policy);
   END IF;
   RETURN zizq._as_budget(b);
 END
@@ -810,7 +814,6 @@ BEGIN
     PERFORM zizq._budget_not_found(key);
   END IF;
   policy := zizq._policy_patch(key, zizq._policy_of(b), patch);
-  PERFORM zizq._check_bound_costs(b, policy);
   UPDATE zizq.budgets t SET
     allocation = (policy->>'allocation')::integer,
     strategy = policy->'strategy'->>'type',
@@ -818,7 +821,6 @@ BEGIN
     burst = (policy->'strategy'->>'burst')::integer,
     updated_at = now()
   WHERE t.id = b.id RETURNING * INTO b;
-  PERFORM zizq._budget_changed(b.id, policy);
   RETURN zizq._as_budget(b);
 END
 $$;
@@ -829,7 +831,6 @@ CREATE FUNCTION zizq.delete_budget(key text)
   AS $$
 DECLARE
   b zizq.budgets;
-  bound bigint;
 BEGIN
   IF key IS NULL THEN
     RAISE EXCEPTION 'key must not be NULL' USING ERRCODE = '22023';
@@ -839,20 +840,60 @@ BEGIN
   IF NOT FOUND THEN
     PERFORM zizq._budget_not_found(key);
   END IF;
-  SELECT count(*) INTO bound FROM zizq._jobs j
-   WHERE j.budgets @> jsonb_build_array(jsonb_build_object('key', b.key))
-     AND j.status IN ('scheduled', 'ready', 'in_flight');
-  IF bound > 0 THEN
-    RAISE EXCEPTION 'budget "%" is bound to % unfinished job(s)', key, bound
-      USING ERRCODE = '2BP01',
-            HINT = format('unbind them first: SELECT zizq.unbind_budget(array(SELECT id FROM zizq.jobs WHERE budgets @> %L), %L)',
-                          jsonb_build_array(jsonb_build_object('key', b.key)), b.key);
-  END IF;
-  DELETE FROM zizq.budgets t WHERE t.id = b.id;
-  PERFORM zizq._budget_dropped(b.id);
+  DELETE FROM zizq.budgets t WHERE t.id = b.id;  -- checked by the trigger budget_written
   RETURN zizq._as_budget(b);
 END
 $$;
+
+-- Every write of zizq.budgets reaches the live state in shared memory
+-- through this trigger: define_budget, update_budget, delete_budget and
+-- create_with, and writes around them (pg_restore's COPY, an operator's
+-- INSERT, UPDATE or DELETE), which before left shared memory as it was: a
+-- restored budget had no tokens until a restart (its jobs never ran), a
+-- lowered allocation was not enforced, a deleted budget's parked jobs all
+-- ran at once. The same checks hold for every writer: a valid policy and
+-- key, a capacity every unfinished bound job fits in, no delete while
+-- unfinished jobs are bound, and the id and key fixed (jobs refer to both).
+CREATE FUNCTION zizq._trg_budget_written() RETURNS trigger
+  LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+  AS $$
+DECLARE
+  policy jsonb;
+  bound bigint;
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    PERFORM zizq._lock_budget_key(OLD.key, true);
+    SELECT count(*) INTO bound FROM zizq._jobs j
+     WHERE j.budgets @> jsonb_build_array(jsonb_build_object('key', OLD.key))
+       AND j.status IN ('scheduled', 'ready', 'in_flight');
+    IF bound > 0 THEN
+      RAISE EXCEPTION 'budget "%" is bound to % unfinished job(s)', OLD.key, bound
+        USING ERRCODE = '2BP01',
+              HINT = format('unbind them first: SELECT zizq.unbind_budget(array(SELECT id FROM zizq.jobs WHERE budgets @> %L), %L)',
+                            jsonb_build_array(jsonb_build_object('key', OLD.key)), OLD.key);
+    END IF;
+    PERFORM zizq._budget_dropped(OLD.id);
+    RETURN NULL;
+  END IF;
+  IF TG_OP = 'UPDATE' AND (NEW.id <> OLD.id OR NEW.key <> OLD.key) THEN
+    RAISE EXCEPTION 'a budget''s id and key cannot change (budget "%")', OLD.key
+      USING ERRCODE = '0A000',
+            HINT = 'jobs refer to both: define a budget under the new key and rebind the jobs (zizq.rebind_budget)';
+  END IF;
+  PERFORM zizq._check_name('budget key', NEW.key);
+  policy := zizq._policy_of(NEW);
+  IF TG_OP = 'INSERT' THEN
+    PERFORM zizq._budget_created(NEW.id, policy, NEW.key);
+  ELSIF policy IS DISTINCT FROM zizq._policy_of(OLD) THEN
+    PERFORM zizq._lock_budget_key(NEW.key, true);
+    PERFORM zizq._check_bound_costs(NEW, policy);
+    PERFORM zizq._budget_changed(NEW.id, policy);
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER budget_written AFTER INSERT OR UPDATE OR DELETE ON zizq.budgets FOR EACH ROW
+  EXECUTE FUNCTION zizq._trg_budget_written();
 
 CREATE FUNCTION zizq.get_budget(key text)
   RETURNS zizq.budget

@@ -86,9 +86,58 @@ bool create_budget_row(const char *key, const core::Policy &p, KeySlot *slot) {
   char nulls[5] = {' ', ' ', ' ', p.time_based() ? ' ' : 'n', p.burst > 0 ? ' ' : 'n'};
   if (run_plan(create_plan, args, nulls, false, 1) == 0) return false;
   slot->id = column_int32(0, 1);
-  slot->policy = p;
-  register_new_budget(slot->id, p);
+  slot->policy = p;  // the trigger budget_written registered it
   return true;
+}
+
+SPIPlanPtr bound_in_flight_plan = nullptr;
+SPIPlanPtr bound_parked_plan = nullptr;
+
+// The in-flight cost and the parked jobs (by binding position) already bound
+// to a budget this transaction created, added to its live state. Nothing to
+// undo on abort: the budget's entry goes then. While loading, the load counts
+// them from the tables.
+void count_bound_jobs(int32 id, const char *key) {
+  LWLockAcquire(shared->budget_lock, LW_SHARED);
+  bool loaded = shared->budgets_loaded;
+  LWLockRelease(shared->budget_lock);
+  if (!loaded) return;
+  if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
+  // By key through the GIN index of zizq._jobs.budgets, then by id.
+  prepared(bound_in_flight_plan,
+           "SELECT COALESCE(sum(c.cost), 0)::bigint FROM zizq._jobs j, "
+           "unnest(j.budget_ids, j.budget_costs) AS c(budget_id, cost) "
+           "WHERE j.budgets @> pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object('key', $2::text)) "
+           "AND j.status = 'in_flight' AND c.budget_id = $1",
+           {INT4OID, TEXTOID});
+  prepared(bound_parked_plan,
+           "SELECT k, count(*)::bigint FROM zizq._jobs j, generate_series(1, cardinality(j.budget_ids)) AS k "
+           "WHERE j.budgets @> pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object('key', $2::text)) "
+           "AND j.status = 'ready' AND j.parked AND j.budget_ids[k] = $1 GROUP BY k",
+           {INT4OID, TEXTOID});
+  Datum args[2] = {Int32GetDatum(id), CStringGetTextDatum(key)};
+  run_plan(bound_in_flight_plan, args, nullptr, false, 1);
+  int64 in_flight = column_int64(0, 1);
+  uint64 rows = run_plan(bound_parked_plan, args, nullptr, false);
+  int32 parked[core::kMaxBindings] = {};
+  bool any_parked = false;
+  for (uint64 i = 0; i < rows; ++i) {
+    int k = column_int32(i, 1);
+    if (k < 1 || k > core::kMaxBindings) continue;
+    parked[k - 1] = static_cast<int32>(column_int64(i, 2));
+    any_parked = true;
+  }
+  SPI_finish();
+  if (in_flight == 0 && !any_parked) return;
+  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+  if (BudgetEntry *b = find_budget(id)) {
+    b->tokens.in_flight += in_flight;
+    for (int k = 0; k < core::kMaxBindings; ++k) b->parked[k] += parked[k];
+    b->park_version++;
+  }
+  LWLockRelease(shared->budget_lock);
+  reserve_ops(1);
+  at_commit_dirty(id);
 }
 
 }  // namespace
@@ -277,11 +326,16 @@ Datum zizq_policy_patch(PG_FUNCTION_ARGS) {
   PG_RETURN_DATUM(jsonb_from_text(policy_json_text(p)));
 }
 
+// A budget row inserted (the trigger budget_written): registered in shared
+// memory, with the jobs already bound to it counted, as a load counts them.
+// There are such jobs only when the rows came around zizq's functions:
+// pg_restore copies zizq._jobs before zizq.budgets.
 PG_FUNCTION_INFO_V1(zizq_budget_created);
 Datum zizq_budget_created(PG_FUNCTION_ARGS) {
   int32 id = budget_id_arg(fcinfo);
   core::Policy p = policy_from_jsonb_text(jsonb_datum_text(PG_GETARG_DATUM(1)), "");
   register_new_budget(id, p);
+  count_bound_jobs(id, text_to_cstring(PG_GETARG_TEXT_PP(2)));
   PG_RETURN_VOID();
 }
 

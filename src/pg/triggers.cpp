@@ -11,6 +11,7 @@
 #include "pg/shmem.hpp"
 #include "pg/spi.hpp"
 #include "pg/floors.hpp"
+#include "pg/lines.hpp"
 #include "pg/xact.hpp"
 
 namespace zizq::pg {
@@ -183,6 +184,24 @@ PG_FUNCTION_INFO_V1(zizq_trg_jobs_inserted);
 Datum zizq_trg_jobs_inserted(PG_FUNCTION_ARGS) {
   (void)trigger_data(fcinfo, "zizq_trg_jobs_inserted");
   if (shared != nullptr && !in_own_insert()) at_commit_clear_floors();
+  return PointerGetDatum(nullptr);
+}
+
+// A parked job inserted around zizq's functions (pg_restore's COPY into a
+// running server, an operator's INSERT): its budgets' live state counts it
+// as parked, as the dispatcher's own park does. Uncounted, its budgets'
+// lines were never looked at again, and it waited until a restart. (zizq's
+// own enqueue counts the jobs it parks itself; the trigger's WHEN clause
+// leaves out every other row.)
+PG_FUNCTION_INFO_V1(zizq_trg_job_inserted_parked);
+Datum zizq_trg_job_inserted_parked(PG_FUNCTION_ARGS) {
+  TriggerData *td = trigger_data(fcinfo, "zizq_trg_job_inserted_parked");
+  if (shared == nullptr || in_own_insert()) return PointerGetDatum(nullptr);
+  const JobAttrs &a = attrs_of(td->tg_relation);
+  Row row{td->tg_trigtuple, RelationGetDescr(td->tg_relation)};
+  int32 *ids, *costs;
+  int n = bindings_of(row, a, &ids, &costs);
+  if (row.is_status(a.status, "ready") && row.flag(a.parked) && n > 0) note_parked(ids, n);
   return PointerGetDatum(nullptr);
 }
 

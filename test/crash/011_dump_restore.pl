@@ -4,11 +4,16 @@
 #
 # The extension's tables are marked with pg_extension_config_dump, so that a
 # dump carries their rows (without it a dump holds CREATE EXTENSION alone and
-# a restore silently loses every job). Jobs in flight when the dump was taken
-# belong to sessions of the old server: after the restore they are ready
-# again, as after a crash. Budget state is rebuilt from the restored rows
-# (while_in_flight from the jobs in flight, time_based full), as after a
-# restart.
+# a restore silently loses every job).
+#
+# The restore here runs while the server and its dispatcher run (the
+# extension dropped and restored in place): the dispatcher loads budget
+# state as soon as the restore's CREATE EXTENSION commits, before the rows
+# are copied. The copied rows reach shared memory through triggers: each
+# budget row is registered with the in-flight cost and parked jobs already
+# bound to it (pg_restore copies zizq._jobs first), and a parked job copied
+# after its budget is counted as parked. Before, the restored budgets had no
+# tokens and their parked jobs never ran, until a restart.
 use strict;
 use warnings;
 use FindBin;
@@ -20,42 +25,55 @@ use ZizqNode;
 my $node = ZizqNode::start('dump_restore');
 $node->safe_psql('postgres', q{
 	SELECT zizq.define_budget('two', 2, 'while_in_flight');
+	SELECT zizq.define_budget('one', 1, 'while_in_flight');
 	SELECT zizq.define_budget('hourly', 1, 'time_based', duration => '1 hour', burst => 1);
 	SELECT zizq.enqueue('q', 'limited', budgets => '[{"key": "two"}]') FROM generate_series(1, 5);
+	SELECT zizq.enqueue('p', 'parked', budgets => '[{"key": "one"}]') FROM generate_series(1, 4);
+	SELECT count(*) FROM zizq.dequeue(ARRAY['p'], 1, lease => '1 hour');
 	SELECT zizq.enqueue('later', 'scheduled', ready_at => '2100-01-01 00:00:00+00');
 	SELECT zizq.enqueue('u', 'unique', unique_key => 'once', unique_while => 'exists');
 	SELECT zizq.enqueue('d', 'dies', retry_limit => 0);
 	SELECT zizq.fail(id, 'boom') FROM zizq.dequeue(ARRAY['d']);
 	SELECT zizq.enqueue('h', 'hourly', budgets => '[{"key": "hourly"}]') FROM generate_series(1, 2);
-	SELECT count(*) FROM zizq.dequeue(ARRAY['h'], 2);});
+	SELECT count(*) FROM zizq.dequeue(ARRAY['h'], 2, lease => '1 hour');});
+# A dequeue that cannot pay hands the other three jobs of "one" over to be
+# parked.
+$node->safe_psql('postgres', q{SELECT count(*) FROM zizq.dequeue(ARRAY['p'], 3)});
+my $parked = q{SELECT in_flight_cost || '/' || parked_jobs FROM zizq.budget_state WHERE key = 'one'};
+ok(defined ZizqNode::seconds_until($node, $parked, '1/3', 10), 'one job of "one" in flight, three parked');
 
-# Two jobs in flight, held by a session that is still open during the dump.
+# Two jobs in flight, held by a session that stays open through the restore.
 my $holder = ZizqNode::session($node, 'holder');
 ZizqNode::run_until($holder, q{SELECT count(*) FROM zizq.dequeue(ARRAY['q'], 2);}, 'two jobs taken');
 
-my $jobs = q{SELECT string_agg(id || ':' || type || ':' || status, ',' ORDER BY id) FROM zizq.jobs};
+my $jobs = q{SELECT string_agg(id || ':' || type || ':' || status || ':' || parked, ',' ORDER BY id) FROM zizq._jobs};
 my $before = $node->safe_psql('postgres', $jobs);
-like($before, qr/in_flight.*in_flight/, 'two jobs are in flight when the dump is taken');
 my $errors = $node->safe_psql('postgres', 'SELECT count(*) FROM zizq._job_errors');
 my $last_id = $node->safe_psql('postgres', 'SELECT max(id) FROM zizq._jobs');
 
 my $dump = $node->basedir . '/zizq.dump';
 $node->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr('postgres') ], 'pg_dump');
-$node->safe_psql('template1', 'DROP DATABASE postgres WITH (FORCE)');
-$node->safe_psql('template1', 'CREATE DATABASE postgres');
-$node->command_ok([ 'pg_restore', '-d', $node->connstr('postgres'), $dump ], 'pg_restore');
+$node->safe_psql('postgres', 'DROP EXTENSION zizq CASCADE; DROP SCHEMA zizq CASCADE;');
+$node->command_ok([ 'pg_restore', '-d', $node->connstr('postgres'), $dump ], 'pg_restore while the server runs');
 ZizqNode::wait_loaded($node);
 
-# The old in-flight jobs come back to ready (their sessions are gone).
-(my $expected = $before) =~ s/in_flight/ready/g;
-ok(defined ZizqNode::seconds_until($node, $jobs, $expected, 10),
-	'every job is back, the in-flight ones ready again');
+is($node->safe_psql('postgres', $jobs), $before, 'every job is back as it was');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM zizq._job_errors'), $errors, 'the recorded errors are back');
 is($node->safe_psql('postgres', q{SELECT key || ' ' || strategy || ' ' || allocation FROM zizq.budgets ORDER BY key}),
-	"hourly time_based 1\ntwo while_in_flight 2", 'the budgets are back');
+	"hourly time_based 1\none while_in_flight 1\ntwo while_in_flight 2", 'the budgets are back');
+is($node->safe_psql('postgres', $parked), '1/3', 'the restored budget counts its job in flight and its parked jobs');
 
+$node->safe_psql('postgres', q{SELECT zizq.complete(id) FROM zizq.jobs WHERE queue = 'p' AND status = 'in_flight'});
+is($node->safe_psql('postgres', q{SELECT count(*) FROM zizq.dequeue(ARRAY['p'], 3, wait => '10 s')}),
+	'1', 'its token back, one parked job runs, and only one');
+
+# The holder's session ends: its two jobs are ready again.
+$holder->{in} .= "\\q\n";
+$holder->{h}->finish;
+ok(defined ZizqNode::seconds_until($node, q{SELECT count(*) FROM zizq.jobs WHERE queue = 'q' AND status = 'ready'}, '5', 10),
+	'the jobs of the ended session are ready again');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM zizq.dequeue(ARRAY['q'], 5)}),
-	'2', 'the while_in_flight budget of 2 still lets 2 jobs run, not more');
+	'2', 'the while_in_flight budget of 2 lets 2 jobs run, not more');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM zizq.dequeue(ARRAY['h'], 2)}),
 	'1', 'the time_based budget starts full after the restore: one token, one job');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM zizq.dequeue(ARRAY['later'])}),

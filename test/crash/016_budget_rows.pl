@@ -1,0 +1,59 @@
+# Writes to zizq.budgets around zizq's functions (an operator's UPDATE,
+# DELETE or INSERT) reach the live state as define_budget, update_budget and
+# delete_budget do, under the same checks.
+#
+# Before, the table and shared memory parted: an UPDATE lowering an
+# allocation from 3 to 1 still let 3 jobs run (while budget_state said 1),
+# and a DELETE of a budget with parked jobs let them all run at once.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PostgreSQL::Test::Utils;
+use Test::More;
+use ZizqNode;
+
+my $node = ZizqNode::start('budget_rows');
+$node->safe_psql('postgres', q{
+	SELECT zizq.define_budget('w', 3, 'while_in_flight');
+	SELECT zizq.enqueue('q', 't', budgets => '[{"key": "w"}]') FROM generate_series(1, 6);});
+my $take = sub {
+	my ($queue, $n) = @_;
+	return $node->safe_psql('postgres', "SELECT count(*) FROM zizq.dequeue(ARRAY['$queue'], $n, lease => '1 hour')");
+};
+my $refused = sub {
+	my ($sql, $sqlstate, $what) = @_;
+	my ($rc, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\n$sql");
+	like($err, qr/ERROR:  $sqlstate/, $what);
+};
+
+$node->safe_psql('postgres', q{UPDATE zizq.budgets SET allocation = 1 WHERE key = 'w'});
+is($take->('q', 6), '1', 'an UPDATE lowering the allocation to 1 lets 1 job run');
+$node->safe_psql('postgres', q{UPDATE zizq.budgets SET allocation = 3 WHERE key = 'w'});
+is($take->('q', 6), '2', 'raised again to 3, two more run');
+
+$refused->(q{UPDATE zizq.budgets SET key = 'v' WHERE key = 'w'}, '0A000', 'the key cannot change');
+$node->safe_psql('postgres', q{SELECT zizq.enqueue('c', 't', budgets => '[{"key": "w", "cost": 2}]')});
+$refused->(q{UPDATE zizq.budgets SET allocation = 1 WHERE key = 'w'}, '23514',
+	'nor the capacity fall below a bound job\'s cost');
+$refused->(q{DELETE FROM zizq.budgets WHERE key = 'w'}, '2BP01', 'a budget with unfinished jobs is not deleted');
+$refused->(q{INSERT INTO zizq.budgets (key, allocation, strategy) VALUES ('tb', 5, 'time_based')}, '22023',
+	'an invalid policy is refused');
+is($node->safe_psql('postgres', q{SELECT allocation || '/' || in_flight_cost FROM zizq.budget_state WHERE key = 'w'}),
+	'3/3', 'after the refusals the budget is as it was');
+
+$node->safe_psql('postgres', q{INSERT INTO zizq.budgets (key, allocation, strategy) VALUES ('ins', 1, 'while_in_flight')});
+$node->safe_psql('postgres', q{SELECT zizq.enqueue('i', 't', budgets => '[{"key": "ins"}]') FROM generate_series(1, 2)});
+is($take->('i', 2), '1', 'a budget INSERTed directly is enforced');
+$node->safe_psql('postgres', q{
+	SELECT zizq.complete(id) FROM zizq.jobs WHERE queue = 'i' AND status = 'in_flight';
+	SELECT zizq.delete_job(id) FROM zizq.jobs WHERE queue = 'i';
+	DELETE FROM zizq.budgets WHERE key = 'ins';});
+is($node->safe_psql('postgres', q{SELECT count(*) FROM zizq._budget_live() l JOIN zizq.budgets b USING (id) WHERE b.key = 'ins'}),
+	'0', 'a budget DELETEd directly is gone');
+$node->safe_psql('postgres', q{SELECT zizq.define_budget('ins', 2, 'while_in_flight')});
+is($node->safe_psql('postgres', q{SELECT tokens FROM zizq.budget_state WHERE key = 'ins'}), '2',
+	'and its key can be defined again');
+
+$node->stop;
+done_testing();
