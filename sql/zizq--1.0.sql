@@ -1240,6 +1240,13 @@ BEGIN
     ELSIF r.budget IS NULL AND holder_ahead IS NULL THEN
       r.runnable := true;
       r.reason := 'ready: every budget can pay; the next dequeue of its queue takes it';
+    ELSIF r.budget IS NOT NULL AND r.tokens IS NULL THEN
+      -- No live state for the budget: not loaded yet, or beyond the room
+      -- zizq.max_budgets gave shared memory.
+      r.reason := CASE WHEN NOT (SELECT s.budgets_loaded FROM zizq.dispatcher_state() s)
+                       THEN format('ready: the dispatcher is loading budget state (budget "%s"); dispatch begins once it is loaded', r.budget)
+                       ELSE format('ready, waiting: budget "%s" has no room in shared memory (%s budgets exist, zizq.max_budgets = %s); raise zizq.max_budgets and restart the server, or delete unused budgets',
+                                   r.budget, (SELECT count(*) FROM zizq.budgets), current_setting('zizq.max_budgets')) END;
     ELSIF r.budget IS NOT NULL THEN
       r.reason := format('ready, parked: budget "%s" has %s of the %s tokens the job costs%s%s', r.budget,
                          r.tokens, r.cost,
