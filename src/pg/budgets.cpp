@@ -95,13 +95,11 @@ SPIPlanPtr bound_parked_plan = nullptr;
 
 // The in-flight cost and the parked jobs (by binding position) already bound
 // to a budget this transaction created, added to its live state. Nothing to
-// undo on abort: the budget's entry goes then. While loading, the load counts
-// them from the tables.
+// undo on abort: the budget's entry goes then. While the dispatcher loads,
+// its snapshot may or may not see this transaction's rows, and the replay
+// log has no entry for them: the load starts over from the tables (as after
+// an overflow of the log), once this transaction has ended.
 void count_bound_jobs(int32 id, const char *key) {
-  LWLockAcquire(shared->budget_lock, LW_SHARED);
-  bool loaded = shared->budgets_loaded;
-  LWLockRelease(shared->budget_lock);
-  if (!loaded) return;
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
   // By key through the GIN index of zizq._jobs.budgets, then by id.
   prepared(bound_in_flight_plan,
@@ -130,7 +128,9 @@ void count_bound_jobs(int32 id, const char *key) {
   SPI_finish();
   if (in_flight == 0 && !any_parked) return;
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
-  if (BudgetEntry *b = find_budget(id)) {
+  if (!shared->budgets_loaded) {
+    if (shared->loading) shared->replay_overflow = true;
+  } else if (BudgetEntry *b = find_budget(id)) {
     b->tokens.in_flight += in_flight;
     for (int k = 0; k < core::kMaxBindings; ++k) b->parked[k] += parked[k];
     b->park_version++;
