@@ -218,11 +218,17 @@ CREATE FUNCTION zizq._trg_jobs_inserted() RETURNS trigger
   LANGUAGE c AS 'MODULE_PATHNAME', 'zizq_trg_jobs_inserted';
 CREATE TRIGGER jobs_inserted AFTER INSERT ON zizq._jobs FOR EACH STATEMENT
   EXECUTE FUNCTION zizq._trg_jobs_inserted();
-CREATE FUNCTION zizq._trg_job_inserted_parked() RETURNS trigger
-  LANGUAGE c AS 'MODULE_PATHNAME', 'zizq_trg_job_inserted_parked';
-CREATE TRIGGER job_inserted_parked AFTER INSERT ON zizq._jobs FOR EACH ROW
-  WHEN (NEW.parked AND NEW.budget_ids IS NOT NULL)
-  EXECUTE FUNCTION zizq._trg_job_inserted_parked();
+CREATE FUNCTION zizq._trg_job_inserted_live() RETURNS trigger
+  LANGUAGE c AS 'MODULE_PATHNAME', 'zizq_trg_job_inserted_live';
+-- Rows that carry live state (src/pg/triggers.cpp); zizq's own enqueue,
+-- which writes neither kind, skips it as it skips jobs_inserted. A WHEN
+-- clause, unlike the triggers above: it is compiled for INSERT statements
+-- only (pg_restore's COPY, an operator's INSERT), never for a dequeue or a
+-- complete, and it keeps the other rows of a large COPY out of the queue
+-- of after-trigger events.
+CREATE TRIGGER job_inserted_live AFTER INSERT ON zizq._jobs FOR EACH ROW
+  WHEN (NEW.status = 'in_flight' OR (NEW.parked AND NEW.budget_ids IS NOT NULL))
+  EXECUTE FUNCTION zizq._trg_job_inserted_live();
 CREATE FUNCTION zizq._trg_jobs_truncated() RETURNS trigger
   LANGUAGE c AS 'MODULE_PATHNAME', 'zizq_trg_jobs_truncated';
 CREATE TRIGGER jobs_truncated BEFORE TRUNCATE ON zizq._jobs FOR EACH STATEMENT

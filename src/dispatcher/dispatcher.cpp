@@ -82,7 +82,10 @@ bool database_exists(const char *name) {
 
 void wait_for_database() {
   BackgroundWorkerInitializeConnection(nullptr, nullptr, 0);
-  ereport(LOG, (errmsg("zizq dispatcher: waiting for database \"%s\" (zizq.database) to be created", guc_database)));
+  // The connection may have failed for another reason (the database does
+  // not allow connections, say): then it is tried again at once.
+  if (!database_exists(guc_database))
+    ereport(LOG, (errmsg("zizq dispatcher: waiting for database \"%s\" (zizq.database) to be created", guc_database)));
   while (!database_exists(guc_database)) {
     (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, kDatabasePollMs, PG_WAIT_EXTENSION);
     ResetLatch(MyLatch);
@@ -206,8 +209,14 @@ void zizq_dispatcher_main(Datum) {
   // Its statements are written for READ COMMITTED (each sees what committed
   // before it; the load sets REPEATABLE READ itself): a database or role
   // default of SERIALIZABLE made them fail with serialization errors, each
-  // ending the dispatcher until its restart a second later.
+  // ending the dispatcher until its restart a second later. Other database
+  // defaults would end it the same way: read-only transactions, and
+  // timeouts (the load waits for older writers; a large load takes time).
   SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
+  SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
+  SetConfigOption("statement_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+  SetConfigOption("lock_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+  SetConfigOption("idle_in_transaction_session_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
   // Generic plans of index-shaped statements, whatever the table's size now
   // (see sql/zizq--1.0.sql, part 5).
   SetConfigOption("enable_seqscan", "off", PGC_SUSET, PGC_S_OVERRIDE);

@@ -274,8 +274,7 @@ SPIPlanPtr promote_plan = nullptr, park_plan = nullptr, purge_plan = nullptr, ne
 int64 *alive_sessions(int *n) {
   int64 *alive = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(MaxBackends, 1)));
   *n = 0;
-  LWLockAcquire(shared->waiter_lock, LW_EXCLUSIVE);
-  shared->sessions_ended = false;
+  LWLockAcquire(shared->waiter_lock, LW_SHARED);
   for (int i = 0; i < MaxBackends; ++i)
     if (sessions[i] != 0) alive[(*n)++] = static_cast<int64>(sessions[i]);
   LWLockRelease(shared->waiter_lock);
@@ -302,6 +301,12 @@ bool return_to_ready(Datum ids, Datum dead, bool no_dead) {
 // some were left (their rows held elsewhere): the sessions count as ended
 // again, for the next try.
 bool requeue_dead_sessions() {
+  // Cleared before the read of the holders, not after: a flag raised after
+  // that read (a session ending, jobs written in flight around zizq) asks
+  // for the next sweep, which sees what this one's snapshot did not.
+  LWLockAcquire(shared->waiter_lock, LW_EXCLUSIVE);
+  shared->sessions_ended = false;
+  LWLockRelease(shared->waiter_lock);
   prepared(holders_plan,
            "SELECT COALESCE(array_agg(DISTINCT COALESCE(session_id, 0)), '{}') FROM zizq._jobs "
            "WHERE status = 'in_flight' AND lease_until IS NULL",

@@ -73,6 +73,22 @@ void check_budget_limit() {
                     errhint("delete unused budgets, or raise zizq.max_budgets and restart the server")));
 }
 
+// Whether zizq.budgets has the trigger budget_written (install scripts from
+// 00bed16 on). Asked once per backend: the catalog changes only with the
+// extension, and a backend that saw one install keeps to it.
+bool budgets_have_write_trigger() {
+  static int known = -1;
+  static SPIPlanPtr plan = nullptr;
+  if (known >= 0) return known == 1;
+  prepared(plan,
+           "SELECT count(*) FROM pg_catalog.pg_trigger WHERE tgrelid = 'zizq.budgets'::pg_catalog.regclass "
+           "AND tgname = 'budget_written'",
+           {});
+  run_plan(plan, nullptr, nullptr, false, 1);
+  known = column_int64(0, 1) > 0 ? 1 : 0;
+  return known == 1;
+}
+
 // Inserts the budget unless a concurrent transaction did first; returns
 // whether this transaction created it.
 bool create_budget_row(const char *key, const core::Policy &p, KeySlot *slot) {
@@ -86,7 +102,10 @@ bool create_budget_row(const char *key, const core::Policy &p, KeySlot *slot) {
   char nulls[5] = {' ', ' ', ' ', p.time_based() ? ' ' : 'n', p.burst > 0 ? ' ' : 'n'};
   if (run_plan(create_plan, args, nulls, false, 1) == 0) return false;
   slot->id = column_int32(0, 1);
-  slot->policy = p;  // the trigger budget_written registered it
+  slot->policy = p;
+  // The trigger budget_written registered it; an install script older than
+  // this library has no such trigger.
+  if (!budgets_have_write_trigger()) register_new_budget(slot->id, p);
   return true;
 }
 
@@ -149,7 +168,7 @@ void lock_budget_key(const char *key, int len, bool exclusive) {
   (void)LockAcquire(&tag, exclusive ? ExclusiveLock : ShareLock, false, false);
 }
 
-void register_new_budget(int32 id, const core::Policy &policy) {
+bool register_new_budget(int32 id, const core::Policy &policy) {
   reserve_ops(1);
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
   if (!shared->budgets_loaded) {
@@ -161,9 +180,16 @@ void register_new_budget(int32 id, const core::Policy &policy) {
     }
     LWLockRelease(shared->budget_lock);
     check_budget_limit();
-    return;
+    return true;
   }
   bool existed = find_budget(id) != nullptr;
+  if (existed && cancel_pending_drop(id)) {
+    // Deleted and inserted again in this transaction: its live state stays,
+    // under the policy inserted.
+    LWLockRelease(shared->budget_lock);
+    at_commit_policy(id, policy);
+    return false;
+  }
   BudgetEntry *b = add_budget(id, policy);
   if (b != nullptr && !existed) record_budget_created(id);
   LWLockRelease(shared->budget_lock);
@@ -171,6 +197,7 @@ void register_new_budget(int32 id, const core::Policy &policy) {
     ereport(ERROR, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
                     errmsg("budget limit reached: zizq.max_budgets = %d budgets are in use", guc_max_budgets),
                     errhint("delete unused budgets, or raise zizq.max_budgets and restart the server")));
+  return !existed;
 }
 
 core::Policy policy_from_jsonb_text(const char *json_text, const char *key) {
@@ -334,8 +361,10 @@ PG_FUNCTION_INFO_V1(zizq_budget_created);
 Datum zizq_budget_created(PG_FUNCTION_ARGS) {
   int32 id = budget_id_arg(fcinfo);
   core::Policy p = policy_from_jsonb_text(jsonb_datum_text(PG_GETARG_DATUM(1)), "");
-  register_new_budget(id, p);
-  count_bound_jobs(id, text_to_cstring(PG_GETARG_TEXT_PP(2)));
+  bool fresh = register_new_budget(id, p);
+  // An install script older than this library declares two arguments and
+  // calls this from define_budget itself, with no jobs bound yet.
+  if (fresh && PG_NARGS() > 2) count_bound_jobs(id, text_to_cstring(PG_GETARG_TEXT_PP(2)));
   PG_RETURN_VOID();
 }
 

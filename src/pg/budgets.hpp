@@ -46,7 +46,10 @@ void lock_budget_key(const char *key, int len, bool exclusive);
 
 // Adds a budget created by this transaction to shared memory (removed again
 // if it aborts); raises 53400 when zizq.max_budgets are in use.
-void register_new_budget(int32 id, const core::Policy &policy);
+// Returns whether its live state is new: false when it was already in
+// shared memory (deleted and inserted again in this transaction keeps it;
+// see cancel_pending_drop).
+bool register_new_budget(int32 id, const core::Policy &policy);
 
 core::Policy policy_from_jsonb_text(const char *json_text, const char *key);
 

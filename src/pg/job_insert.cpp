@@ -40,14 +40,14 @@ Oid jobs_relid() {
 }
 
 // Triggers on INSERT other than zizq's own jobs_inserted and
-// job_inserted_parked (whose work the caller does) must fire, row or
+// job_inserted_live (whose work the caller does) must fire, row or
 // statement ones, a user's audit trigger as much as a foreign key's.
 bool has_other_insert_triggers(const ResultRelInfo *rri) {
   const TriggerDesc *desc = rri->ri_TrigDesc;
   for (int i = 0; desc != nullptr && i < desc->numtriggers; ++i) {
     const Trigger &t = desc->triggers[i];
     if (TRIGGER_FOR_INSERT(t.tgtype) && strcmp(t.tgname, "jobs_inserted") != 0 &&
-        strcmp(t.tgname, "job_inserted_parked") != 0)
+        strcmp(t.tgname, "job_inserted_live") != 0)
       return true;
   }
   return false;

@@ -187,21 +187,48 @@ Datum zizq_trg_jobs_inserted(PG_FUNCTION_ARGS) {
   return PointerGetDatum(nullptr);
 }
 
-// A parked job inserted around zizq's functions (pg_restore's COPY into a
-// running server, an operator's INSERT): its budgets' live state counts it
-// as parked, as the dispatcher's own park does. Uncounted, its budgets'
-// lines were never looked at again, and it waited until a restart. (zizq's
-// own enqueue counts the jobs it parks itself; the trigger's WHEN clause
-// leaves out every other row.)
-PG_FUNCTION_INFO_V1(zizq_trg_job_inserted_parked);
-Datum zizq_trg_job_inserted_parked(PG_FUNCTION_ARGS) {
-  TriggerData *td = trigger_data(fcinfo, "zizq_trg_job_inserted_parked");
+// A job inserted around zizq's functions (pg_restore's COPY into a running
+// server, an operator's INSERT) in flight or parked: the live state counts it
+// as zizq's own calls would have. Parked, its budgets count it as the
+// dispatcher's own park does (uncounted, their lines were never looked at
+// again, and it waited until a restart). In flight, its while_in_flight
+// budgets carry its cost (given back if this rolls back), and the
+// dispatcher looks for jobs of sessions that no longer exist (a restored
+// job's session is another server's). A budget not in shared memory yet
+// counts such jobs when its row comes (pg_restore copies zizq._jobs first);
+// while the dispatcher loads, the load starts over. zizq's own enqueue
+// counts the jobs it parks itself; the WHEN clause leaves out other rows.
+void count_inserted_in_flight(const int32 *ids, const int32 *costs, int n) {
+  reserve_ops(n);
+  LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+  if (!shared->budgets_loaded) {
+    if (shared->loading) shared->replay_overflow = true;
+  } else {
+    for (int k = 0; k < n; ++k) {
+      BudgetEntry *b = find_budget(ids[k]);
+      if (b == nullptr || b->policy.time_based()) continue;
+      b->tokens.in_flight += costs[k];
+      record_debit(ids[k], costs[k]);  // refunded if this rolls back
+    }
+  }
+  LWLockRelease(shared->budget_lock);
+}
+
+PG_FUNCTION_INFO_V1(zizq_trg_job_inserted_live);
+Datum zizq_trg_job_inserted_live(PG_FUNCTION_ARGS) {
+  TriggerData *td = trigger_data(fcinfo, "zizq_trg_job_inserted_live");
   if (shared == nullptr || in_own_insert()) return PointerGetDatum(nullptr);
   const JobAttrs &a = attrs_of(td->tg_relation);
   Row row{td->tg_trigtuple, RelationGetDescr(td->tg_relation)};
   int32 *ids, *costs;
   int n = bindings_of(row, a, &ids, &costs);
-  if (row.is_status(a.status, "ready") && row.flag(a.parked) && n > 0) note_parked(ids, n);
+  if (row.is_status(a.status, "in_flight")) {
+    if (n > 0) count_inserted_in_flight(ids, costs, n);
+    reserve_ops(1);
+    at_commit_sweep_sessions();
+  } else if (row.is_status(a.status, "ready") && row.flag(a.parked) && n > 0) {
+    note_parked(ids, n);
+  }
   return PointerGetDatum(nullptr);
 }
 

@@ -39,6 +39,7 @@ enum class Kind : uint8 {
   WakeQueue,
   WakeDispatcher,
   WakeDispatcherBefore,
+  SweepSessions,
   Notify,
   Consumed,
 };
@@ -321,12 +322,13 @@ void drop_deferred() {
 }
 
 void commit_all() {
-  bool budget_ops = false, wake_dispatcher_now = false;
+  bool budget_ops = false, wake_dispatcher_now = false, sweep_sessions = false;
   TimestampTz wake_before = 0;
   for (int i = 0; i < nops; ++i) {
     Kind k = ops[i].kind;
     budget_ops = budget_ops || (is_budget_op(k) && i >= logged_upto);
-    wake_dispatcher_now = wake_dispatcher_now || k == Kind::WakeDispatcher;
+    wake_dispatcher_now = wake_dispatcher_now || k == Kind::WakeDispatcher || k == Kind::SweepSessions;
+    sweep_sessions = sweep_sessions || k == Kind::SweepSessions;
     if (k == Kind::WakeDispatcherBefore && (wake_before == 0 || ops[i].when < wake_before)) wake_before = ops[i].when;
   }
   // Floors first: a worker woken below must scan from the lowered floor.
@@ -366,6 +368,11 @@ void commit_all() {
     bool seen = false;
     for (int j = 0; j < i && !seen; ++j) seen = ops[j].kind == Kind::Notify && strcmp(ops[j].queue, ops[i].queue) == 0;
     if (!seen) note_notify(ops[i].queue);
+  }
+  if (sweep_sessions) {
+    LWLockAcquire(shared->waiter_lock, LW_EXCLUSIVE);
+    shared->sessions_ended = true;
+    LWLockRelease(shared->waiter_lock);
   }
   if (wake_dispatcher_now)
     wake_dispatcher();
@@ -578,6 +585,16 @@ void at_commit_policy(int32 budget, const core::Policy &policy) {
 }
 
 void at_commit_drop_budget(int32 budget) { push(Kind::DropBudget).budget = budget; }
+
+bool cancel_pending_drop(int32 budget) {
+  bool cancelled = false;
+  for (int i = 0; i < nops; ++i)
+    if (ops[i].kind == Kind::DropBudget && ops[i].budget == budget) {
+      ops[i].kind = Kind::Consumed;
+      cancelled = true;
+    }
+  return cancelled;
+}
 void at_commit_reset_budgets() { push(Kind::ResetBudgets); }
 void at_commit_clear_job_state() { push(Kind::ClearJobState); }
 bool only_own_changes_so_far() {
@@ -604,6 +621,7 @@ void at_commit_wake_queue(uint32 queue_hash, int jobs) {
 }
 
 void at_commit_wake_dispatcher() { push(Kind::WakeDispatcher); }
+void at_commit_sweep_sessions() { push(Kind::SweepSessions); }
 
 void at_commit_lower_floor(const char *queue, core::FloorKind kind, int32 priority, int64 job_id) {
   note_readied_jobs();

@@ -53,6 +53,9 @@ void at_commit_release(int32 budget, int32 cost);
 void at_commit_parked_drop(int32 budget, int position);
 void at_commit_policy(int32 budget, const core::Policy &policy);
 void at_commit_drop_budget(int32 budget);
+// A budget deleted earlier in this transaction is inserted again (same id):
+// its drop at commit is called off. Returns whether there was one.
+bool cancel_pending_drop(int32 budget);
 void at_commit_reset_budgets();
 // At commit, no job is in flight, parked or offered any more (TRUNCATE
 // zizq._jobs): in-flight costs and parked counts go to 0, time_based
@@ -78,6 +81,8 @@ void at_commit_clear_floors();
 // LISTEN zizq listeners of this queue are notified (by the dispatcher).
 void at_commit_notify(const char *queue);
 void at_commit_wake_dispatcher();
+// The dispatcher looks for in-flight jobs of sessions that no longer exist.
+void at_commit_sweep_sessions();
 void at_commit_wake_dispatcher_before(TimestampTz when);
 
 }  // namespace zizq::pg

@@ -51,17 +51,17 @@ ZizqNode::wait_loaded($standby);
 
 # The leased hourly job stays in flight: its lease, not its session, holds it.
 (my $expected = $on_primary) =~ s/limited:in_flight/limited:ready/g;
-ok(defined ZizqNode::seconds_until($standby, $jobs, $expected, 10),
+ok(defined ZizqNode::seconds_until($standby, $jobs, $expected, 30),
 	'after the promotion the jobs of the old primary\'s dead session are ready again')
   or diag($standby->safe_psql('postgres', $jobs) . "\nexpected $expected");
 is($standby->safe_psql('postgres', q{SELECT count(*) FROM zizq.dequeue(ARRAY['q'], 5, lease => '1 hour')}),
 	'2', 'the while_in_flight budget of 2 lets 2 jobs run, not more');
 ok(defined ZizqNode::seconds_until($standby,
-		q{SELECT in_flight_cost || '/' || parked_jobs FROM zizq.budget_state WHERE key = 'two'}, '2/3', 10),
+		q{SELECT in_flight_cost || '/' || parked_jobs FROM zizq.budget_state WHERE key = 'two'}, '2/3', 30),
 	'its state: 2 in flight, the 3 others parked');
 is($standby->safe_psql('postgres', q{SELECT count(*) FROM zizq.dequeue(ARRAY['h'], 2)}),
 	'1', 'the time_based budget is full after the promotion: one token, one job');
-ok(defined ZizqNode::seconds_until($standby, q{SELECT count(*) FROM zizq.dequeue(ARRAY['later'])}, '1', 15),
+ok(defined ZizqNode::seconds_until($standby, q{SELECT count(*) FROM zizq.dequeue(ARRAY['later'])}, '1', 30),
 	'the new primary\'s dispatcher promotes the scheduled job');
 
 $standby->stop;

@@ -35,7 +35,7 @@ for my $round (1 .. $rounds)
 	$epochs{$epoch}++;
 	# The job of the session killed in the round before is not held by
 	# this one, which may have been given the same id.
-	ok(defined ZizqNode::seconds_until($node, "SELECT status FROM zizq.jobs WHERE id = $prev", 'ready', 5),
+	ok(defined ZizqNode::seconds_until($node, "SELECT status FROM zizq.jobs WHERE id = $prev", 'ready', 30),
 		"round $round: the killed session's job is ready again while a new session holds a job")
 	  if defined $prev;
 	$prev = $id;
