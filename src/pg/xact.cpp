@@ -595,6 +595,7 @@ bool cancel_pending_drop(int32 budget) {
     }
   return cancelled;
 }
+
 void at_commit_reset_budgets() { push(Kind::ResetBudgets); }
 void at_commit_clear_job_state() { push(Kind::ClearJobState); }
 bool only_own_changes_so_far() {
