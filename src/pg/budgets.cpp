@@ -113,11 +113,9 @@ SPIPlanPtr bound_in_flight_plan = nullptr;
 SPIPlanPtr bound_parked_plan = nullptr;
 
 // The in-flight cost and the parked jobs (by binding position) already bound
-// to a budget this transaction created, added to its live state. Nothing to
-// undo on abort: the budget's entry goes then. While the dispatcher loads,
-// its snapshot may or may not see this transaction's rows, and the replay
-// log has no entry for them: the load starts over from the tables (as after
-// an overflow of the log), once this transaction has ended.
+// to a budget this transaction created, added to its live state as a load
+// counts them (count_now_or_reload). Nothing to undo on abort: the budget's
+// entry goes then.
 void count_bound_jobs(int32 id, const char *key) {
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
   // By key through the GIN index of zizq._jobs.budgets, then by id.
@@ -147,9 +145,8 @@ void count_bound_jobs(int32 id, const char *key) {
   SPI_finish();
   if (in_flight == 0 && !any_parked) return;
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
-  if (!shared->budgets_loaded) {
-    if (shared->loading) shared->replay_overflow = true;
-  } else if (BudgetEntry *b = find_budget(id)) {
+  BudgetEntry *b = count_now_or_reload() ? find_budget(id) : nullptr;
+  if (b != nullptr) {
     b->tokens.in_flight += in_flight;
     for (int k = 0; k < core::kMaxBindings; ++k) b->parked[k] += parked[k];
     b->park_version++;

@@ -296,6 +296,12 @@ void clear_job_state_in_place() {
   shared->offers_full = false;
 }
 
+bool count_now_or_reload() {
+  if (shared->budgets_loaded) return true;
+  if (shared->loading) shared->replay_overflow = true;
+  return false;
+}
+
 void mark_dirty(BudgetEntry *b) {
   if (b->dirty) return;
   b->dirty = true;

@@ -180,6 +180,12 @@ BudgetEntry *add_budget(int32 id, const core::Policy &p);  // exclusive; nullptr
 void remove_budget(int32 id);                              // exclusive
 void reset_budgets_in_place();                             // exclusive: zizq.reset()
 void clear_job_state_in_place();                           // exclusive: TRUNCATE zizq._jobs
+// Rows written around zizq's calls whose jobs the live state must count
+// (exclusive): true when budgets are loaded, to count them now. While the
+// dispatcher loads, its snapshot may or may not see them and its replay log
+// has no entry for them: the load starts over from the tables (as after an
+// overflow of the log), once the writer has ended; false then.
+bool count_now_or_reload();
 void mark_dirty(BudgetEntry *b);                           // exclusive
 // While loading: logs a change for the dispatcher to replay (exclusive).
 void log_replay(ReplayEntry::Kind kind, int32 budget, int32 value, const core::Policy *policy,

@@ -191,25 +191,22 @@ Datum zizq_trg_jobs_inserted(PG_FUNCTION_ARGS) {
 // server, an operator's INSERT) in flight or parked: the live state counts it
 // as zizq's own calls would have. Parked, its budgets count it as the
 // dispatcher's own park does (uncounted, their lines were never looked at
-// again, and it waited until a restart). In flight, its while_in_flight
-// budgets carry its cost (given back if this rolls back), and the
+// again, and it waited until a restart). In flight, its budgets carry its
+// cost as a load counts it (taken off if this rolls back), and the
 // dispatcher looks for jobs of sessions that no longer exist (a restored
 // job's session is another server's). A budget not in shared memory yet
 // counts such jobs when its row comes (pg_restore copies zizq._jobs first);
-// while the dispatcher loads, the load starts over. zizq's own enqueue
-// counts the jobs it parks itself; the WHEN clause leaves out other rows.
+// while the dispatcher loads, the load starts over (count_now_or_reload).
+// zizq's own enqueue counts the jobs it parks itself; the WHEN clause
+// leaves out other rows.
 void count_inserted_in_flight(const int32 *ids, const int32 *costs, int n) {
   reserve_ops(n);
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
-  if (!shared->budgets_loaded) {
-    if (shared->loading) shared->replay_overflow = true;
-  } else {
-    for (int k = 0; k < n; ++k) {
-      BudgetEntry *b = find_budget(ids[k]);
-      if (b == nullptr || b->policy.time_based()) continue;
-      b->tokens.in_flight += costs[k];
-      record_debit(ids[k], costs[k]);  // refunded if this rolls back
-    }
+  for (int k = 0; k < n && count_now_or_reload(); ++k) {
+    BudgetEntry *b = find_budget(ids[k]);
+    if (b == nullptr) continue;
+    b->tokens.in_flight += costs[k];
+    record_in_flight_charge(ids[k], costs[k]);
   }
   LWLockRelease(shared->budget_lock);
 }

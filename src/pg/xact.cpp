@@ -22,6 +22,7 @@ namespace {
 enum class Kind : uint8 {
   // undone on abort
   Debit,
+  InFlightCharge,  // in-flight cost of a job written around zizq's calls
   ParkedRaise,
   BudgetCreated,
   WakeOnAbort,
@@ -111,7 +112,9 @@ void release_claims(int from, bool taken) {
   release_claimed_jobs(jobs, n, taken);
 }
 
-bool is_budget_undo(Kind k) { return k == Kind::Debit || k == Kind::ParkedRaise || k == Kind::BudgetCreated; }
+bool is_budget_undo(Kind k) {
+  return k == Kind::Debit || k == Kind::InFlightCharge || k == Kind::ParkedRaise || k == Kind::BudgetCreated;
+}
 
 bool any_parked(const BudgetEntry *b) {
   for (int k = 0; k < core::kMaxBindings; ++k)
@@ -152,6 +155,8 @@ void undo_budget_ops(int from, int64 now) {
     if (b == nullptr) continue;
     if (op.kind == Kind::Debit) {
       refund_locked(b, op.value, now);
+    } else if (op.kind == Kind::InFlightCharge) {
+      core::release(b->tokens, op.value);
     } else if (op.kind == Kind::ParkedRaise) {
       b->parked[op.value] = ZZ_MAX(0, b->parked[op.value] - 1);
     }
@@ -518,6 +523,12 @@ void reserve_ops(int n) {
 
 void record_debit(int32 budget, int32 cost) {
   Op &op = push(Kind::Debit);
+  op.budget = budget;
+  op.value = cost;
+}
+
+void record_in_flight_charge(int32 budget, int32 cost) {
+  Op &op = push(Kind::InFlightCharge);
   op.budget = budget;
   op.value = cost;
 }

@@ -30,6 +30,9 @@ void reserve_ops(int n);
 
 // Done now; undone on abort.
 void record_debit(int32 budget, int32 cost);
+// In-flight cost added for a job written around zizq's calls: taken off
+// again (no token refunded) if the transaction rolls back.
+void record_in_flight_charge(int32 budget, int32 cost);
 // Refunds a recorded debit now (the job it paid for went to another worker)
 // and forgets the record.
 void refund_debit_now(int32 budget, int32 cost);

@@ -85,6 +85,15 @@ $node->safe_psql('postgres', q{
 is($node->safe_psql('postgres', q{SELECT in_flight_cost FROM zizq.budget_state WHERE key = 'f'}), '1',
 	'a job INSERTed in flight holds its cost');
 is($take->('f', 1), '0', 'so the budget of 1 lets nothing more run');
+$node->safe_psql('postgres', q{
+	BEGIN;
+	INSERT INTO zizq._jobs (queue, type, status, ready_at, dequeued_at, lease_until, lease_ms,
+	                        budget_ids, budget_costs, budgets)
+	SELECT 'f', 'undone', 'in_flight', now(), now(), now() + interval '1 hour', 3600000,
+	       ARRAY[id], '{1}', '[{"key": "f", "cost": 1}]' FROM zizq.budgets WHERE key = 'f';
+	ROLLBACK;});
+is($node->safe_psql('postgres', q{SELECT in_flight_cost FROM zizq.budget_state WHERE key = 'f'}), '1',
+	'an INSERT in flight rolled back takes its cost off again');
 ok(defined ZizqNode::seconds_until($node, q{SELECT status FROM zizq.jobs WHERE type = 'orphan'}, 'ready', 30),
 	'a job INSERTed in flight for a session that does not exist is ready again')
   or diag($node->safe_psql('postgres', q{SELECT row(d.*) FROM zizq.dispatcher_state() d})
