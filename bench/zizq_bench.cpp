@@ -500,6 +500,17 @@ double mean(const std::vector<double> &v) {
   return v.empty() ? 0 : sum / v.size();
 }
 
+// A simulated job of `ms` milliseconds. A bare sleep_for(50 ms) on this VM
+// overslept 0.44-0.75 ms on average (the thread's wake-up after the
+// timer), so the ideal of L / 50 ms was out of reach of any queue: the job
+// sleeps to 1 ms before its end and waits out the rest by yielding.
+// job_ms_mean in the report says how long the jobs really took.
+void run_job(int ms) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  std::this_thread::sleep_until(end - std::chrono::milliseconds(1));
+  while (std::chrono::steady_clock::now() < end) std::this_thread::yield();
+}
+
 void limited(const Args &a) {
   Conn c;
   fresh(c);
@@ -522,7 +533,7 @@ void limited(const Args &a) {
       while (now > seen && !peak.compare_exchange_weak(seen, now)) {
       }
       double began = now_s();
-      std::this_thread::sleep_for(std::chrono::milliseconds(a.job_ms));
+      run_job(a.job_ms);
       --running;
       {
         std::lock_guard<std::mutex> g(times_lock);

@@ -77,6 +77,19 @@ export const wallMs = () => performance.timeOrigin + performance.now();
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// A simulated job of `ms` milliseconds, as zizq_bench's run_job: a timer
+// to 2 ms before its end (Node's timers fire late, by a millisecond or
+// more), then the rest waited out a turn of the event loop at a time, so
+// that jobs running together in one process do not hold each other up.
+// Resolves with how long the job really took.
+export async function runJob(ms) {
+  const start = performance.now();
+  const end = start + ms;
+  if (ms > 2) await sleep(ms - 2);
+  while (performance.now() < end) await new Promise((r) => setImmediate(r));
+  return performance.now() - start;
+}
+
 export const round = (x, digits = 3) => {
   if (x === null || x === undefined || !Number.isFinite(x)) return x ?? null;
   const f = 10 ** digits;

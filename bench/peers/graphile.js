@@ -13,7 +13,7 @@
 import { Logger, makeWorkerUtils, run, runMigrations } from "graphile-worker";
 import {
   ConcurrencyGauge, analyzeSchema, boolOpt, dropSchema, holdSnapshot, hr, inChunks, latencySummary, log, numOpt,
-  parseArgs, perSecondStats, pkgVersion, produceCount, produceUntil, round, runMain, secondsSince,
+  parseArgs, perSecondStats, pkgVersion, produceCount, produceUntil, round, runJob, runMain, secondsSince,
   serverVersion, sleep, waitUntilEmpty, wallMs,
 } from "./common.js";
 
@@ -272,12 +272,13 @@ async function limited() {
   }));
   const gauge = new ConcurrencyGauge();
   const doneAt = [];
+  const jobTook = [];
   let handled = 0;
   const taskList = {
     [TASK]: async () => {
       gauge.enter();
       try {
-        await sleep(jobMs);
+        jobTook.push(await runJob(jobMs));
       } finally {
         gauge.leave();
         handled++;
@@ -303,6 +304,7 @@ async function limited() {
       seconds: round(seconds), jobs_per_s: round(n / seconds, 1),
       ideal_jobs_per_s: round((limit * 1000) / jobMs, 1),
       max_concurrency: gauge.max, limit_respected: gauge.max <= limit, per_second_sd: per.sd,
+      job_ms_mean: round(jobTook.reduce((a, b) => a + b, 0) / Math.max(jobTook.length, 1)),
     };
   } finally {
     await runner.stop();

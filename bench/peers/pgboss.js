@@ -13,7 +13,7 @@
 import { PgBoss } from "pg-boss";
 import {
   ConcurrencyGauge, analyzeSchema, boolOpt, dropSchema, holdSnapshot, hr, inChunks, latencySummary, log, numOpt, parseArgs,
-  perSecondStats, pkgVersion, produceCount, produceUntil, round, runMain, secondsSince,
+  perSecondStats, pkgVersion, produceCount, produceUntil, round, runJob, runMain, secondsSince,
   serverVersion, sleep, waitUntilEmpty, wallMs,
 } from "./common.js";
 
@@ -289,11 +289,12 @@ async function limited() {
     await preEnqueue(boss, n, (i) => ({ data: { i }, ...jobOpts(i) }));
     const gauge = new ConcurrencyGauge();
     const doneAt = [];
+    const jobTook = [];
     let handled = 0;
     const runOne = async () => {
       gauge.enter();
       try {
-        await sleep(jobMs);
+        jobTook.push(await runJob(jobMs));
       } finally {
         gauge.leave();
         handled++;
@@ -318,6 +319,7 @@ async function limited() {
       seconds: round(seconds), jobs_per_s: round(n / seconds, 1),
       ideal_jobs_per_s: round((limit * 1000) / jobMs, 1),
       max_concurrency: gauge.max, limit_respected: gauge.max <= limit, per_second_sd: per.sd,
+      job_ms_mean: round(jobTook.reduce((a, b) => a + b, 0) / Math.max(jobTook.length, 1)),
     };
   } finally {
     await boss.stop({ graceful: true, close: true });
