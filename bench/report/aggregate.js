@@ -52,6 +52,8 @@ function record([raw, runner, label, rep, exit, wall, progress, command, line]) 
   }
   if (Number(exit) !== 0 && !r.error) r.error = `exit ${exit}`;
   const rec = { ...r, system, label, rep: Number(rep), exit_code: Number(exit), wall_s: Number(wall), command };
+  // The VM's CPU steal during the run, in % of its CPU time (bench/compare).
+  if (process.env.STEAL_PCT) rec.cpu_steal_pct = Number(process.env.STEAL_PCT);
   if (r.system && r.system !== system) rec.system_version = r.system;
   fs.appendFileSync(raw, JSON.stringify(rec) + "\n");
 
@@ -63,7 +65,8 @@ function record([raw, runner, label, rep, exit, wall, progress, command, line]) 
     what = [...new Set(rows.map((row) => `${fmt(row.metric(rec))} ${row.unit}`))].join(", ");
     if (rec.max_concurrency !== undefined) what += `, max concurrency ${rec.max_concurrency}`;
   }
-  console.log(`[${lpad(progress, 7)}] ${pad(system, 15)} ${pad(label, 18)} rep ${rep}  ${what}  (${Number(wall).toFixed(1)} s)`);
+  const steal = rec.cpu_steal_pct === undefined ? "" : `, CPU steal ${rec.cpu_steal_pct}%`;
+  console.log(`[${lpad(progress, 7)}] ${pad(system, 15)} ${pad(label, 18)} rep ${rep}  ${what}  (${Number(wall).toFixed(1)} s${steal})`);
 }
 
 // ---- the report
@@ -161,6 +164,15 @@ function report(dir) {
     lines.push("", "== errors");
     for (const r of errors) lines.push(`${r.system} ${r.label} rep ${r.rep}: ${String(r.error).slice(0, 300)}`);
   }
+
+  // The VM's CPU steal during each scenario's runs (median and max over
+  // its runs, every system's), when bench/compare recorded it.
+  const stolen = rows.map((row) => {
+    const xs = runs.filter((r) => ROWS.some((x) => x.id === row.id && labelOf(x, r.system) === r.label) &&
+      typeof r.cpu_steal_pct === "number").map((r) => r.cpu_steal_pct);
+    return xs.length ? `${pad(row.id, w0)}  ${fmt(median(xs))} (max ${fmt(Math.max(...xs))})` : null;
+  }).filter(Boolean);
+  if (stolen.length) lines.push("", "== CPU steal during the runs, % of the VM's CPU time: median (max)", ...stolen);
 
   // Targets.
   lines.push("", "== targets");
