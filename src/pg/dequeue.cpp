@@ -791,8 +791,11 @@ uint64 take(const Request &r, const TakeList &list, bool *taken, Tuplestorestate
   Datum args[4] = {int8_array(list.ids, list.n), Int64GetDatum(r.session), Int64GetDatum(r.lease_ms),
                    xid_array(list.seen, list.n)};
   char nulls[4] = {' ', r.leased ? 'n' : ' ', r.leased ? ' ' : 'n', ' '};
+  // Planned before the state its SQL functions read is armed: a failed
+  // prepare would otherwise leave it armed (run_plan_while disarms it).
+  SPIPlanPtr plan = take_statement();
   begin_take_times(list);
-  uint64 rows = run_plan_while(take_statement(), args, nulls, take_times.active);
+  uint64 rows = run_plan_while(plan, args, nulls, take_times.active);
   int64 *got = static_cast<int64 *>(palloc(sizeof(int64) * ZZ_MAX(rows, 1)));
   for (uint64 i = 0; i < rows; ++i) got[i] = column_int64(i, 1);
   std::sort(got, got + rows);
@@ -1178,9 +1181,10 @@ uint64 budgeted_fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc
   begin_examined();
   // Its arrays live in the caller's context: palloc'd here, grown in the
   // SQL functions with repalloc (which keeps a chunk's context).
+  SPIPlanPtr plan = budgeted_take_plan();  // before arming, as in take()
   begin_paid_take(&walk, r.max_jobs, max_considered(r));
   if (start.may_raise) begin_live_raises(r.queues[0], core::FloorKind::Budgeted, start.view);
-  uint64 rows = run_plan_while(budgeted_take_plan(), args, nulls, paid_take.active);
+  uint64 rows = run_plan_while(plan, args, nulls, paid_take.active);
   end_live_raises();  // (after an error, the abort gives the floor back)
   if (start.may_raise && paid_take.nrefusals == 0 && start.view.floor < examined_min())
     raise_floor_of(r.queues[0], core::FloorKind::Budgeted, start.view.seq, examined_min());
@@ -1512,6 +1516,12 @@ Request read_request(FunctionCallInfo fcinfo) {
 }
 
 }  // namespace
+
+void abort_take_statements() {
+  take_times.active = false;
+  paid_take.active = false;
+}
+
 }  // namespace zizq::pg
 
 using namespace zizq;

@@ -151,7 +151,7 @@ void read_field(JobInput &job, core::JobField field, JsonbValue *v, const char *
   // (formatted only for those: the common queue, type and payload need none).
   char what[64] = "";
   bool checked = field != core::JobField::Queue && field != core::JobField::Type && field != core::JobField::Payload;
-  if (checked) snprintf(what, sizeof what, "%s.%s", label, core::job_field_name(field));
+  if (checked) run_core([&] { snprintf(what, sizeof what, "%s.%s", label, core::job_field_name(field)); });
   core::json::Type type = json_type_of(v);
   run_core([&] { core::check_job_field_type(field, type, label); });
   bool is_null = v->type == jbvNull;

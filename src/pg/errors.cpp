@@ -25,15 +25,24 @@ void capture_failure(CoreFailure &out, const core::Error &e) {
   strlcpy(out.hint, e.hint().c_str(), sizeof out.hint);
 }
 
-void capture_failure(CoreFailure &out, const char *what) {
+void capture_failure(CoreFailure &out, const char *what, int sqlerrcode) {
   out.failed = true;
-  out.sqlerrcode = ERRCODE_INTERNAL_ERROR;
+  out.sqlerrcode = sqlerrcode;
   snprintf(out.message, sizeof out.message, "zizq internal error: %s", what);
   out.hint[0] = '\0';
 }
 
+// The buffers cut a long message at a byte count, maybe inside a character
+// (a message may quote user text of any length): the clip drops a partial
+// last character, so that the server never sends invalid UTF-8.
+int whole_characters(const char *s) {
+  int len = static_cast<int>(strlen(s));
+  return pg_mbcliplen(s, len, len);
+}
+
 void raise_failure(const CoreFailure &f) {
-  ereport(ERROR, (errcode(f.sqlerrcode), errmsg("%s", f.message), f.hint[0] ? errhint("%s", f.hint) : 0));
+  ereport(ERROR, (errcode(f.sqlerrcode), errmsg("%.*s", whole_characters(f.message), f.message),
+                  f.hint[0] ? errhint("%.*s", whole_characters(f.hint), f.hint) : 0));
   pg_unreachable();
 }
 

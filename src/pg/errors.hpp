@@ -24,7 +24,7 @@ struct CoreFailure {
 };
 
 void capture_failure(CoreFailure &out, const core::Error &e);
-void capture_failure(CoreFailure &out, const char *what);
+void capture_failure(CoreFailure &out, const char *what, int sqlerrcode);
 [[noreturn]] void raise_failure(const CoreFailure &f);
 
 // The ERRCODE_* of a core SQLSTATE (one mapping for the whole extension).
@@ -39,11 +39,11 @@ void run_core(Fn &&fn) {
   } catch (const core::Error &e) {
     capture_failure(failure, e);
   } catch (const std::bad_alloc &) {
-    capture_failure(failure, "out of memory");
+    capture_failure(failure, "out of memory", ERRCODE_OUT_OF_MEMORY);
   } catch (const std::exception &e) {
-    capture_failure(failure, e.what());
+    capture_failure(failure, e.what(), ERRCODE_INTERNAL_ERROR);
   } catch (...) {
-    capture_failure(failure, "unknown C++ exception");
+    capture_failure(failure, "unknown C++ exception", ERRCODE_INTERNAL_ERROR);
   }
   if (failure.failed) raise_failure(failure);
 }

@@ -41,6 +41,7 @@ extern "C" {
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "mb/pg_wchar.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"

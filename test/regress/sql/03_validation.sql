@@ -133,3 +133,15 @@ SELECT purge_at BETWEEN now() + interval '3652 days' AND now() + interval '3653 
 SELECT zizq.complete(ARRAY[NULL, 424242, NULL]::bigint[]) AS not_applied;
 SELECT count(*) AS taken FROM zizq.dequeue(ARRAY['q'], 10);
 SELECT zizq.complete(ARRAY[NULL, (SELECT min(id) FROM zizq.jobs WHERE queue = 'q')]) AS not_applied;
+
+-- A message longer than zizq's buffer (it quotes user text) is cut on a
+-- whole character: the server never sends a partial UTF-8 sequence.
+DO $$
+DECLARE m text;
+BEGIN
+  PERFORM zizq.enqueue_many(jsonb_build_array(jsonb_build_object('queue', 'q', 'type', 't', 'x' || repeat('é', 1500), 1)));
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS m = MESSAGE_TEXT;
+  RAISE WARNING 'cut to % bytes: %', octet_length(m),
+    CASE WHEN convert_from(convert_to(m, 'UTF8'), 'UTF8') LIKE '%é' THEN 'whole characters' END;
+END $$;

@@ -332,3 +332,35 @@ COMMIT;
 DROP EXTENSION pgrowlocks;
 RESET track_functions;
 SELECT zizq.reset();
+
+-- A take statement whose first prepare fails (here: a function it calls
+-- is gone) leaves nothing armed. The SQL functions the take statements call
+-- then refuse a caller outside zizq.dequeue, rather than reading the state
+-- of a statement that never ran (memory already freed). A fresh backend:
+-- the statements are prepared on first use.
+\c
+SELECT key FROM zizq.define_budget('armed', 10, 'while_in_flight');
+SELECT count(*) AS enqueued FROM zizq.enqueue_many((SELECT jsonb_agg(jsonb_build_object('queue', 'armed', 'type', 't',
+  'budgets', '[{"key": "armed"}]'::jsonb)) FROM generate_series(1, 3) i));
+\set VERBOSITY terse
+-- The admission walk's take (two queues).
+BEGIN;
+ALTER FUNCTION zizq._paid_at(bigint) RENAME TO _paid_at_gone;
+DO $$ BEGIN PERFORM FROM zizq.dequeue(ARRAY['armed', 'elsewhere']);
+EXCEPTION WHEN undefined_function THEN RAISE NOTICE 'its take statement failed to prepare'; END $$;
+ROLLBACK;
+SELECT zizq._paid_at(1);
+-- The single statement of a queue that holds budgeted jobs only: a first
+-- dequeue finds no free job (and says so for the next), the second fails
+-- to prepare its statement.
+SELECT count(*) AS taken FROM zizq.dequeue(ARRAY['armed']);
+BEGIN;
+ALTER FUNCTION zizq._claim_paid(bigint, integer, text, integer[], integer[]) RENAME TO _claim_paid_gone;
+DO $$ BEGIN PERFORM FROM zizq.dequeue(ARRAY['armed']);
+EXCEPTION WHEN undefined_function THEN RAISE NOTICE 'its take statement failed to prepare'; END $$;
+ROLLBACK;
+SELECT zizq._claim_paid(1, 1, 'armed', '{1}', '{1}');
+SELECT zizq._paid_at(1);
+\set VERBOSITY default
+SELECT count(*) AS taken_now FROM zizq.dequeue(ARRAY['armed']);
+SELECT zizq.reset();
