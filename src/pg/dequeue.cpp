@@ -748,6 +748,7 @@ uint64 run_plan_while(SPIPlanPtr plan, Datum *args, const char *nulls, bool &act
 // zizq._paid_at() in the take statement.
 struct TakeTimes {
   bool active;
+  int level;  // the transaction nest level it was armed at
   int64 *ids;
   TimestampTz *paid_at;
   int n;
@@ -766,6 +767,7 @@ void begin_take_times(const TakeList &list) {
     t.paid_at[i] = list.paid_at[order[i]];
   }
   t.n = list.n;
+  t.level = GetCurrentTransactionNestLevel();
   t.active = true;
 }
 
@@ -963,6 +965,7 @@ struct PaidJob {
 // What zizq._claim_paid() did in the running statement.
 struct PaidTake {
   bool active;
+  int level;  // the transaction nest level it was armed at
   const Walk *walk;
   PaidJob *paid, *refused;  // refused: claimed, and refused for want of tokens
   int npaid, nrefused, capacity;
@@ -1158,6 +1161,7 @@ void begin_paid_take(const Walk *walk, int max_jobs, int most_refusals) {
   t.last_paid = 0;
   t.met_parked = false;
   t.sorted = true;
+  t.level = GetCurrentTransactionNestLevel();
   t.active = true;
 }
 
@@ -1517,9 +1521,11 @@ Request read_request(FunctionCallInfo fcinfo) {
 
 }  // namespace
 
-void abort_take_statements() {
-  take_times.active = false;
-  paid_take.active = false;
+void abort_take_statements(int level) {
+  // A subtransaction inside the statement (a user's trigger with an
+  // exception block) may abort while the statement goes on.
+  if (level <= take_times.level) take_times.active = false;
+  if (level <= paid_take.level) paid_take.active = false;
 }
 
 }  // namespace zizq::pg

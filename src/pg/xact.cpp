@@ -472,7 +472,7 @@ void on_xact(XactEvent event, void *) {
       break;
     case XACT_EVENT_ABORT:
     case XACT_EVENT_PARALLEL_ABORT:
-      abort_take_statements();
+      abort_take_statements(1);
       if (shared != nullptr) abort_live_raises();
       if (logged_upto > 0 && shared != nullptr) drop_deferred();
       if (nops > 0 && shared != nullptr) undo_from(0, /*subtransaction=*/false);
@@ -488,7 +488,7 @@ void on_xact(XactEvent event, void *) {
 
 void on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *) {
   // A take statement that failed, claims made or not.
-  if (event == SUBXACT_EVENT_ABORT_SUB) abort_take_statements();
+  if (event == SUBXACT_EVENT_ABORT_SUB) abort_take_statements(GetCurrentTransactionNestLevel());
   if (event == SUBXACT_EVENT_ABORT_SUB && shared != nullptr) abort_live_raises();
   // An enqueue whose insert failed, whether or not it had queued ops.
   if (event == SUBXACT_EVENT_ABORT_SUB) end_own_insert();

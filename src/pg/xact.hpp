@@ -26,9 +26,10 @@ struct ClaimedJob;  // claims.hpp
 void register_xact_callbacks();
 
 // dequeue.cpp: disarms what its take statements' SQL functions read
-// (zizq._paid_at, zizq._claim_paid) when a (sub)transaction aborts, so
-// that no error can leave it armed for a later call.
-void abort_take_statements();
+// (zizq._paid_at, zizq._claim_paid) when the (sub)transaction it was armed
+// in aborts (at nest level `level` or above it), so that no error can
+// leave it armed for a later call.
+void abort_take_statements(int level);
 
 // Ensures the next `n` record_* calls cannot fail (allocates now).
 void reserve_ops(int n);

@@ -363,4 +363,16 @@ SELECT zizq._claim_paid(1, 1, 'armed', '{1}', '{1}');
 SELECT zizq._paid_at(1);
 \set VERBOSITY default
 SELECT count(*) AS taken_now FROM zizq.dequeue(ARRAY['armed']);
+-- A subtransaction that aborts inside a take statement (a user's trigger
+-- with an exception block) leaves the statement armed for its next rows.
+CREATE FUNCTION pg_temp.swallow() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  BEGIN PERFORM 1 / 0; EXCEPTION WHEN division_by_zero THEN NULL; END;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER swallow BEFORE UPDATE ON zizq._jobs FOR EACH ROW EXECUTE FUNCTION pg_temp.swallow();
+SELECT count(*) AS enqueued FROM zizq.enqueue_many((SELECT jsonb_agg(jsonb_build_object('queue', 'armed', 'type', 't',
+  'budgets', '[{"key": "armed"}]'::jsonb)) FROM generate_series(1, 2) i));
+SELECT count(*) AS both_taken FROM zizq.dequeue(ARRAY['armed', 'elsewhere'], 2);
+DROP TRIGGER swallow ON zizq._jobs;
 SELECT zizq.reset();
