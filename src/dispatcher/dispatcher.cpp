@@ -206,6 +206,13 @@ void zizq_dispatcher_main(Datum) {
   // Everything the dispatcher writes is rebuilt after a crash: do not wait
   // for WAL flushes.
   SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+  // It runs as the bootstrap superuser. With the database's search_path
+  // ("$user", public, or whatever ALTER DATABASE set), a role that may
+  // create objects in such a schema could put there an exact match for a
+  // polymorphic function its statements call (array_agg(bigint) beats
+  // pg_catalog.array_agg(anynonarray)) and run code as superuser. The
+  // internal SQL functions it calls are parsed under this path too.
+  SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
   // Its statements are written for READ COMMITTED (each sees what committed
   // before it; the load sets REPEATABLE READ itself): a database or role
   // default of SERIALIZABLE made them fail with serialization errors, each
