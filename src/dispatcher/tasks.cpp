@@ -586,8 +586,8 @@ int read_lines(int32 budget, const int32 counts[core::kMaxBindings], LineJob **o
       bool isnull = false;
       int32 *ids, *costs;
       int nb = array_int4(column(i, 4, &isnull), &ids);
-      array_int4(column(i, 5, &isnull), &costs);
-      j.nbindings = ZZ_MIN(nb, core::kMaxBindings);
+      int nc = array_int4(column(i, 5, &isnull), &costs);
+      j.nbindings = ZZ_MIN(ZZ_MIN(nb, nc), core::kMaxBindings);  // (a row written around zizq)
       for (int b = 0; b < j.nbindings; ++b) j.bindings[b] = core::Binding{ids[b], costs[b]};
     }
   }

@@ -74,15 +74,24 @@ bool same_column(const Row &a, const Row &b, int att) {
 }
 
 // The row's bindings; returns their number.
-int bindings_of(const Row &r, const JobAttrs &a, int32 **ids, int32 **costs) {
-  bool isnull = false;
-  Datum d = r.get(a.budget_ids, &isnull);
-  if (isnull) return 0;
+// A row's bindings, read up to what both arrays hold and at most
+// kMaxBindings: rows written around zizq (a superuser's UPDATE, COPY, a
+// crafted dump) may have other shapes, and the per-position counts in
+// shared memory (parked[k]) must never be indexed past. `well_formed`:
+// the arrays are as zizq writes them.
+int bindings_of(const Row &r, const JobAttrs &a, int32 **ids, int32 **costs, bool *well_formed = nullptr) {
+  if (well_formed != nullptr) *well_formed = true;
+  bool ids_null = false, costs_null = false;
+  Datum d = r.get(a.budget_ids, &ids_null);
+  Datum c = r.get(a.budget_costs, &costs_null);
+  if (ids_null || costs_null) {
+    if (well_formed != nullptr) *well_formed = ids_null == costs_null;
+    return 0;
+  }
   int n = array_int4(d, ids);
-  d = r.get(a.budget_costs, &isnull);
-  if (isnull) return 0;
-  array_int4(d, costs);
-  return n;
+  int m = array_int4(c, costs);
+  if (well_formed != nullptr) *well_formed = n == m && n >= 1 && n <= zizq::core::kMaxBindings;
+  return ZZ_MIN(ZZ_MIN(n, m), zizq::core::kMaxBindings);
 }
 
 void release_at_commit(const Row &old, const JobAttrs &a) {
@@ -218,7 +227,16 @@ Datum zizq_trg_job_inserted_live(PG_FUNCTION_ARGS) {
   const JobAttrs &a = attrs_of(td->tg_relation);
   Row row{td->tg_trigtuple, RelationGetDescr(td->tg_relation)};
   int32 *ids, *costs;
-  int n = bindings_of(row, a, &ids, &costs);
+  bool well_formed;
+  int n = bindings_of(row, a, &ids, &costs, &well_formed);
+  if (!well_formed) {
+    bool isnull = false;
+    ereport(ERROR, (errcode(ERRCODE_CHECK_VIOLATION),
+                    errmsg("job %lld has budget_ids and budget_costs zizq cannot read",
+                           static_cast<long long>(DatumGetInt64(row.get(a.id, &isnull)))),
+                    errdetail("A job binds 1 to %d budgets, with one cost each, or none (both NULL).",
+                              zizq::core::kMaxBindings)));
+  }
   if (row.is_status(a.status, "in_flight")) {
     if (n > 0) count_inserted_in_flight(ids, costs, n);
     reserve_ops(1);

@@ -376,3 +376,25 @@ SELECT count(*) AS enqueued FROM zizq.enqueue_many((SELECT jsonb_agg(jsonb_build
 SELECT count(*) AS both_taken FROM zizq.dequeue(ARRAY['armed', 'elsewhere'], 2);
 DROP TRIGGER swallow ON zizq._jobs;
 SELECT zizq.reset();
+
+-- Rows written around zizq that carry live state (parked, in flight) must
+-- have bindings zizq can read: at most 4 budgets, one cost each. Shared
+-- memory keeps per-position counts of parked jobs; a fifth position would
+-- be written past them.
+SELECT key FROM zizq.define_budget('shape', 10, 'while_in_flight');
+DO $$
+DECLARE b int := (SELECT id FROM zizq.budgets WHERE key = 'shape');
+BEGIN
+  BEGIN
+    INSERT INTO zizq._jobs (ready_at, status, queue, type, parked, budget_ids, budget_costs, budgets)
+    VALUES (now(), 'ready', 'shape', 't', true, array_fill(b, ARRAY[5]), array_fill(1, ARRAY[5]), '[{"key": "shape"}]');
+  EXCEPTION WHEN check_violation THEN RAISE WARNING 'five budgets, parked: %', regexp_replace(SQLERRM, '[0-9]+', 'N');
+  END;
+  BEGIN
+    INSERT INTO zizq._jobs (ready_at, status, queue, type, session_id, budget_ids, budget_costs, budgets)
+    VALUES (now(), 'in_flight', 'shape', 't', 1, ARRAY[b, b], ARRAY[1], '[{"key": "shape"}]');
+  EXCEPTION WHEN check_violation THEN RAISE WARNING 'two budgets and one cost, in flight: %', regexp_replace(SQLERRM, '[0-9]+', 'N');
+  END;
+END $$;
+SELECT count(*) AS no_rows FROM zizq._jobs WHERE queue = 'shape';
+SELECT zizq.reset();
