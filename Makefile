@@ -24,7 +24,7 @@ ISOLATION = $(patsubst test/isolation/specs/%.spec,%,$(sort $(wildcard test/isol
 ISOLATION_OPTS = --inputdir=test/isolation --outputdir=test/isolation --temp-instance=test/isolation/tmp_check \
                  --temp-config=test/isolation.conf
 TAP_TESTS = 1
-PROVE_TESTS = test/crash/*.pl test/wakeups/*.pl test/hooks/*.pl test/security/*.pl
+PROVE_TESTS = test/crash/*.pl test/wakeups/*.pl test/hooks/*.pl test/security/*.pl test/memory/*.pl
 
 EXTRA_CLEAN = test/regress/results test/regress/regression.* test/regress/tmp_check test/regress/log \
               test/isolation/output_iso test/isolation/tmp_check test/isolation/log test/unit/run tmp_check

@@ -1080,7 +1080,9 @@ void hand_off_standbys(Dispatcher &d) {
     bool woken = o != nullptr && wake_waiters(queue, 1) > 0;
     add_timer(d, due[i], woken ? now + kHandOffWindowUs : now, woken);
   }
+  // Outside any transaction, in TopMemoryContext: every cycle runs this.
   pfree(due);
+  pfree(handed_off);
 }
 
 TimestampTz run_cycle(Dispatcher &d) {
