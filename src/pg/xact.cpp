@@ -513,13 +513,17 @@ void register_xact_callbacks() {
   RegisterSubXactCallback(on_subxact, nullptr);
 }
 
+// Huge allocations: a transaction that enqueues some two million jobs
+// (three ops of 88 bytes each, plus the queue names) outgrows palloc's
+// 1 GB, and its next enqueue failed ("invalid memory alloc request size").
 void reserve_ops(int n) {
   if (nops + n <= capacity) return;
   int wanted = ZZ_MAX(capacity * 2, nops + n + 16);
+  Size bytes = static_cast<Size>(wanted) * sizeof(Op);
   if (ops == nullptr)
-    ops = static_cast<Op *>(MemoryContextAlloc(TopTransactionContext, wanted * sizeof(Op)));
+    ops = static_cast<Op *>(MemoryContextAllocHuge(TopTransactionContext, bytes));
   else
-    ops = static_cast<Op *>(repalloc(ops, wanted * sizeof(Op)));
+    ops = static_cast<Op *>(repalloc_huge(ops, bytes));
   capacity = wanted;
 }
 
