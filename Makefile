@@ -18,7 +18,7 @@ PG_CXXFLAGS = -std=c++17 -Wno-register -Wno-missing-field-initializers -fno-omit
 SHLIB_LINK += -lstdc++
 
 REGRESS = $(patsubst test/regress/sql/%.sql,%,$(sort $(wildcard test/regress/sql/*.sql)))
-REGRESS_OPTS = --inputdir=test/regress --outputdir=test/regress --temp-instance=test/regress/tmp_check \
+REGRESS_OPTS = --encoding=UTF8 --inputdir=test/regress --outputdir=test/regress --temp-instance=test/regress/tmp_check \
                --temp-config=test/regress.conf
 ISOLATION = $(patsubst test/isolation/specs/%.spec,%,$(sort $(wildcard test/isolation/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=test/isolation --outputdir=test/isolation --temp-instance=test/isolation/tmp_check \

@@ -583,11 +583,13 @@ int read_lines(int32 budget, const int32 counts[core::kMaxBindings], LineJob **o
       j.id = column_int64(i, 1);
       j.priority = column_int32(i, 2);
       j.queue = column_text(i, 3);
-      bool isnull = false;
+      bool ids_null = false, costs_null = false;
       int32 *ids, *costs;
-      int nb = array_int4(column(i, 4, &isnull), &ids);
-      int nc = array_int4(column(i, 5, &isnull), &costs);
-      j.nbindings = ZZ_MIN(ZZ_MIN(nb, nc), core::kMaxBindings);  // (a row written around zizq)
+      Datum id_array = column(i, 4, &ids_null), cost_array = column(i, 5, &costs_null);
+      // (Rows written around zizq may hold other shapes.)
+      int nb = ids_null || costs_null ? 0 : array_int4(id_array, &ids);
+      int nc = nb == 0 ? 0 : array_int4(cost_array, &costs);
+      j.nbindings = ZZ_MIN(ZZ_MIN(nb, nc), core::kMaxBindings);
       for (int b = 0; b < j.nbindings; ++b) j.bindings[b] = core::Binding{ids[b], costs[b]};
     }
   }

@@ -125,7 +125,9 @@ void read_bindings(uint64 row, int ids_col, int costs_col, Cand &c) {
   Datum ids = column(row, ids_col, &isnull);
   c.nbindings = 0;
   if (isnull) return;
-  (void)set_bindings(ids, column(row, costs_col, &isnull), c);
+  Datum costs = column(row, costs_col, &isnull);
+  if (isnull) return;  // (a row written around zizq)
+  (void)set_bindings(ids, costs, c);
 }
 
 // A stream of candidates in order, refilled by a query on demand.

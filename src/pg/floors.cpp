@@ -23,6 +23,7 @@ struct LiveRaises {
   uint64 seq;                             // the readying count read before its snapshot
   core::JobKey start;                     // the floor it started from
   core::JobKey last;                      // the last key it met, for the order check
+  int level;                              // the transaction nest level it began at
 };
 LiveRaises live{};
 
@@ -38,6 +39,7 @@ void undo_live_raises() {
 }
 
 bool own_insert = false;
+int own_insert_level = 0;  // the transaction nest level it began at
 bool own_delete = false;
 bool hidden[core::kFloorKinds] = {false, false};
 bool readied = false;
@@ -103,8 +105,14 @@ void clear_all_floors() {
   LWLockRelease(shared->floor_lock);
 }
 
-void begin_own_insert() { own_insert = true; }
+void begin_own_insert() {
+  own_insert = true;
+  own_insert_level = GetCurrentTransactionNestLevel();
+}
 void end_own_insert() { own_insert = false; }
+void abort_own_insert(int level) {
+  if (level <= own_insert_level) own_insert = false;
+}
 bool in_own_insert() { return own_insert; }
 
 void begin_own_delete() { own_delete = true; }
@@ -130,6 +138,7 @@ void begin_live_raises(const char *queue, core::FloorKind kind, core::FloorView 
   live.seq = from.seq;
   live.start = from.floor;
   live.last = core::kBottomKey;
+  live.level = GetCurrentTransactionNestLevel();
 }
 
 void note_met_by_take(core::JobKey key) {
@@ -162,8 +171,8 @@ void stop_raising() { live.raising = false; }
 
 void end_live_raises() { live.active = live.raising = live.raised = false; }
 
-void abort_live_raises() {
-  if (live.active) undo_live_raises();
+void abort_live_raises(int level) {
+  if (live.active && level <= live.level) undo_live_raises();
 }
 
 void begin_examined() {

@@ -50,6 +50,10 @@ void clear_all_floors();
 // floors itself: the statement trigger for other INSERTs stays quiet.
 void begin_own_insert();
 void end_own_insert();
+// A (sub)transaction at nest level `level` aborts: the insert ends if it
+// began at that level or deeper (not for a user trigger's subtransaction
+// inside the insert, which aborts while the insert goes on).
+void abort_own_insert(int level);
 bool in_own_insert();
 
 // Around complete's DELETE, which removes in-flight jobs only: the
@@ -87,7 +91,7 @@ void note_met_by_take(core::JobKey key);  // every key zizq._claim() meets
 void raise_past_claimed(core::JobKey key);
 void stop_raising();       // a row could not be claimed
 void end_live_raises();    // the statement ended
-void abort_live_raises();  // the (sub)transaction aborts
+void abort_live_raises(int level);  // a (sub)transaction at `level` aborts (as abort_own_insert)
 
 // The smallest key zizq._claim() or zizq._unclaimed() was asked about
 // since begin_examined(): the first ready job the statement met in its

@@ -473,7 +473,7 @@ void on_xact(XactEvent event, void *) {
     case XACT_EVENT_ABORT:
     case XACT_EVENT_PARALLEL_ABORT:
       abort_take_statements(1);
-      if (shared != nullptr) abort_live_raises();
+      if (shared != nullptr) abort_live_raises(1);
       if (logged_upto > 0 && shared != nullptr) drop_deferred();
       if (nops > 0 && shared != nullptr) undo_from(0, /*subtransaction=*/false);
       forget_all();
@@ -488,10 +488,14 @@ void on_xact(XactEvent event, void *) {
 
 void on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *) {
   // A take statement that failed, claims made or not.
-  if (event == SUBXACT_EVENT_ABORT_SUB) abort_take_statements(GetCurrentTransactionNestLevel());
-  if (event == SUBXACT_EVENT_ABORT_SUB && shared != nullptr) abort_live_raises();
+  // (Each only when the aborting level is the one it began at or an outer
+  // one: a user's trigger may catch an error in a subtransaction of its
+  // own while the statement goes on.)
+  int aborting = GetCurrentTransactionNestLevel();
+  if (event == SUBXACT_EVENT_ABORT_SUB) abort_take_statements(aborting);
+  if (event == SUBXACT_EVENT_ABORT_SUB && shared != nullptr) abort_live_raises(aborting);
   // An enqueue whose insert failed, whether or not it had queued ops.
-  if (event == SUBXACT_EVENT_ABORT_SUB) end_own_insert();
+  if (event == SUBXACT_EVENT_ABORT_SUB) abort_own_insert(aborting);
   if (nops == 0) return;
   int level = GetCurrentTransactionNestLevel();
   if (event == SUBXACT_EVENT_ABORT_SUB) {

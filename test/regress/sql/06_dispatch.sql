@@ -398,3 +398,30 @@ BEGIN
 END $$;
 SELECT count(*) AS no_rows FROM zizq._jobs WHERE queue = 'shape';
 SELECT zizq.reset();
+
+-- A ready row written around zizq with budget_ids and no costs (the
+-- trigger above does not see ready rows) is read as unbound, not as a
+-- NULL array: a dequeue's walk crashed the backend on it.
+SELECT key FROM zizq.define_budget('nulls', 10, 'while_in_flight');
+INSERT INTO zizq._jobs (ready_at, status, queue, type, budget_ids, budgets)
+SELECT now(), 'ready', 'nulls', 't', ARRAY[b.id], '[{"key": "nulls"}]'::jsonb FROM zizq.budgets b WHERE b.key = 'nulls';
+SELECT count(*) AS taken FROM zizq.dequeue(ARRAY['nulls', 'elsewhere']);
+SELECT zizq.reset();
+
+-- A user's trigger on zizq._jobs whose exception block catches an error
+-- while an enqueue inserts (the insert then goes by statement) does not
+-- end the enqueue's own insert: a job inserted parked is counted once.
+CREATE FUNCTION pg_temp.swallow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  BEGIN PERFORM 1 / 0; EXCEPTION WHEN division_by_zero THEN NULL; END;
+  RETURN NEW;
+END $$;
+SELECT key FROM zizq.define_budget('once', 1, 'while_in_flight');
+SELECT count(*) AS first FROM zizq.enqueue('once', 't', budgets => '[{"key": "once"}]');
+SELECT count(*) AS taken FROM zizq.dequeue(ARRAY['once']);
+CREATE TRIGGER swallow_insert BEFORE INSERT ON zizq._jobs FOR EACH ROW EXECUTE FUNCTION pg_temp.swallow_insert();
+SELECT count(*) AS second FROM zizq.enqueue('once', 't', budgets => '[{"key": "once"}]');
+DROP TRIGGER swallow_insert ON zizq._jobs;
+SELECT l.parked_hint AS parked_in_shared_memory FROM zizq._budget_live() l JOIN zizq.budgets b USING (id) WHERE b.key = 'once';
+SELECT status, parked FROM zizq._jobs WHERE queue = 'once' ORDER BY id;
+SELECT zizq.reset();
