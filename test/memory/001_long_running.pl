@@ -60,13 +60,25 @@ $node->poll_query_until('postgres',
 	"SELECT wait_event = 'Extension' FROM pg_stat_activity WHERE pid = $waiter->{pid}")
   or die 'the waiter does not wait';
 
+# CPU ticks a process has used (utime + stime), to see that the waiter
+# really looked again and again.
+sub cpu_ticks
+{
+	my ($pid) = @_;
+	my @f = split ' ', (slurp_file("/proc/$pid/stat") =~ s/^.*\) //sr);
+	return $f[11] + $f[12];
+}
+
 my $dispatcher = ZizqNode::dispatcher_pid($node);
 churn(500);    # warm: plans, caches
 my $top_before = grand_total($dispatcher, 'level: 0; TopMemoryContext');
 my $waiter_before = grand_total($waiter->{pid}, 'Grand total');
+my $ticks_before = cpu_ticks($waiter->{pid});
 churn(3000);
 my $top_after = grand_total($dispatcher, 'level: 0; TopMemoryContext');
 my $waiter_after = grand_total($waiter->{pid}, 'Grand total');
+cmp_ok(cpu_ticks($waiter->{pid}) - $ticks_before, '>=', 5,
+	'the waiter was woken and looked meanwhile (CPU time used)');
 
 cmp_ok($top_after - $top_before, '<', 16384,
 	"the dispatcher's TopMemoryContext stays flat ($top_before -> $top_after bytes used)");

@@ -374,6 +374,10 @@ CREATE TRIGGER swallow BEFORE UPDATE ON zizq._jobs FOR EACH ROW EXECUTE FUNCTION
 SELECT count(*) AS enqueued FROM zizq.enqueue_many((SELECT jsonb_agg(jsonb_build_object('queue', 'armed', 'type', 't',
   'budgets', '[{"key": "armed"}]'::jsonb)) FROM generate_series(1, 2) i));
 SELECT count(*) AS both_taken FROM zizq.dequeue(ARRAY['armed', 'elsewhere'], 2);
+-- The same through the single statement of one queue of budgeted jobs.
+SELECT count(*) AS enqueued FROM zizq.enqueue_many((SELECT jsonb_agg(jsonb_build_object('queue', 'armed', 'type', 't',
+  'budgets', '[{"key": "armed"}]'::jsonb)) FROM generate_series(1, 2) i));
+SELECT count(*) AS both_taken_again FROM zizq.dequeue(ARRAY['armed'], 2);
 DROP TRIGGER swallow ON zizq._jobs;
 SELECT zizq.reset();
 
