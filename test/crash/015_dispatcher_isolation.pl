@@ -21,12 +21,7 @@ use ZizqNode;
 my $node = ZizqNode::start('isolation');
 $node->safe_psql('postgres', q{ALTER DATABASE postgres SET default_transaction_isolation = 'serializable'});
 # A new dispatcher reads the database's settings when it connects.
-my $old = ZizqNode::dispatcher_pid($node);
-$node->safe_psql('postgres', "SELECT pg_terminate_backend($old)");
-$node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'zizq dispatcher' AND pid <> $old")
-  or die 'the dispatcher did not come back';
-ZizqNode::wait_loaded($node);
+ZizqNode::restart_dispatcher($node);
 my $pid = ZizqNode::dispatcher_pid($node);
 
 my $overlap = $node->background_psql('postgres');

@@ -65,6 +65,19 @@ sub dispatcher_pid
 		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'zizq dispatcher'");
 }
 
+# Ends the dispatcher and waits until a new one has loaded budgets: it reads
+# the database's settings, and plans its statements, afresh.
+sub restart_dispatcher
+{
+	my ($node) = @_;
+	my $old = dispatcher_pid($node);
+	$node->safe_psql('postgres', "SELECT pg_terminate_backend($old)");
+	$node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'zizq dispatcher' AND pid <> $old")
+	  or die 'the dispatcher did not come back';
+	wait_loaded($node);
+}
+
 # Nothing in the tests below may hang CI: every harness has a timeout (from
 # its start), and so has the loop in which gdb holds a backend.
 our $patience = 120;

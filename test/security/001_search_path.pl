@@ -34,12 +34,7 @@ $node->safe_psql('postgres', q{
 	END $$;
 });
 # A dispatcher started after the trojan: plans made before it stay cached.
-my $old = ZizqNode::dispatcher_pid($node);
-$node->safe_psql('postgres', "SELECT pg_terminate_backend($old)");
-$node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'zizq dispatcher' AND pid <> $old")
-  or die 'the dispatcher did not come back';
-ZizqNode::wait_loaded($node);
+ZizqNode::restart_dispatcher($node);
 
 # A lease that runs out, and a session that ends holding a job: both are
 # requeued by the dispatcher's statements.
