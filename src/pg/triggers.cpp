@@ -73,7 +73,6 @@ bool same_column(const Row &a, const Row &b, int att) {
   return datumIsEqual(ad, bd, f->attbyval, f->attlen);
 }
 
-// The row's bindings; returns their number.
 // A row's bindings, read up to what both arrays hold and at most
 // kMaxBindings: rows written around zizq (a superuser's UPDATE, COPY, a
 // crafted dump) may have other shapes, and the per-position counts in

@@ -487,17 +487,18 @@ void on_xact(XactEvent event, void *) {
 }
 
 void on_subxact(SubXactEvent event, SubTransactionId, SubTransactionId, void *) {
-  // A take statement that failed, claims made or not.
-  // (Each only when the aborting level is the one it began at or an outer
-  // one: a user's trigger may catch an error in a subtransaction of its
-  // own while the statement goes on.)
-  int aborting = GetCurrentTransactionNestLevel();
-  if (event == SUBXACT_EVENT_ABORT_SUB) abort_take_statements(aborting);
-  if (event == SUBXACT_EVENT_ABORT_SUB && shared != nullptr) abort_live_raises(aborting);
-  // An enqueue whose insert failed, whether or not it had queued ops.
-  if (event == SUBXACT_EVENT_ABORT_SUB) abort_own_insert(aborting);
+  int level = GetCurrentTransactionNestLevel();  // the aborting or committing one
+  // A take statement that failed, claims made or not, and an enqueue whose
+  // insert failed, whether or not it had queued ops. (Each only when the
+  // aborting level is the one it began at or an outer one: a user's
+  // trigger may catch an error in a subtransaction of its own while the
+  // statement goes on.)
+  if (event == SUBXACT_EVENT_ABORT_SUB) {
+    abort_take_statements(level);
+    if (shared != nullptr) abort_live_raises(level);
+    abort_own_insert(level);
+  }
   if (nops == 0) return;
-  int level = GetCurrentTransactionNestLevel();
   if (event == SUBXACT_EVENT_ABORT_SUB) {
     int keep = 0;
     // Ops of the aborted level and deeper sit at the end of the list.
