@@ -41,6 +41,10 @@
 //                    the dispatch rate
 //   refill           time_based budget, workers blocked in dequeue(wait):
 //                    delay from the instant a token is due to the hand-off
+//   bare_roundtrip   the machine's floor for roundtrip, measured by the same
+//                    client: a plain-SQL SKIP LOCKED queue (one table, two
+//                    indexes), dequeue 1 + complete 1
+//   bare_enqueue_single  ... and for enqueue_single: one INSERT per call
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -216,6 +220,70 @@ double run_one(Conn &c, const std::string &queue, const std::string &wait) {
   if (r.rows() == 0) return -1;
   call(c, kCompleteOne, {r.get(0, 0)});
   return t;
+}
+
+// ---- the plain-SQL floor ------------------------------------------------------------
+// What this machine gives the simplest queue one could write in SQL, with
+// the same client, connections and statement mode as zizq's runs: a table
+// with a primary key and one partial index of ready jobs, a dequeue that is
+// one UPDATE over a SKIP LOCKED sub-select, a complete that is one DELETE.
+// It has none of zizq's features (no budgets, leases, scheduling, retries,
+// unique keys, wake-ups; workers poll), so it bounds what any queue design
+// can reach here. Its commits are as zizq's: the dequeue's is not waited for
+// (SET LOCAL synchronous_commit in the statement, as zizq's unleased dequeue
+// commits), the complete's and the enqueue's are.
+const char *const kBareDequeue =
+    "UPDATE zizq_bench_bare.jobs SET status = 'running', dequeued_at = now() "
+    "WHERE id = (SELECT id FROM zizq_bench_bare.jobs WHERE queue = $1 AND status = 'ready' "
+    "ORDER BY priority, id LIMIT 1 FOR UPDATE SKIP LOCKED) "
+    "RETURNING id, set_config('synchronous_commit', 'off', true)";
+const char *const kBareComplete = "DELETE FROM zizq_bench_bare.jobs WHERE id = $1::bigint";
+const char *const kBareEnqueue =
+    "INSERT INTO zizq_bench_bare.jobs (queue, type, payload) VALUES ('bench', 'noop', '{\"x\": 1}') RETURNING id";
+
+void fresh_bare(Conn &c) {
+  c.exec("SET client_min_messages = warning");
+  c.exec("DROP SCHEMA IF EXISTS zizq_bench_bare CASCADE");
+  c.exec("CREATE SCHEMA zizq_bench_bare");
+  c.exec("CREATE TABLE zizq_bench_bare.jobs (id bigserial PRIMARY KEY, queue text NOT NULL, type text NOT NULL, "
+         "payload jsonb NOT NULL DEFAULT '{}', priority int NOT NULL DEFAULT 0, status text NOT NULL DEFAULT 'ready', "
+         "created_at timestamptz NOT NULL DEFAULT now(), dequeued_at timestamptz)");
+  c.exec("CREATE INDEX ON zizq_bench_bare.jobs (queue, priority, id) WHERE status = 'ready'");
+}
+
+void bare_roundtrip(const Args &a) {
+  Conn c;
+  fresh_bare(c);
+  c.exec("INSERT INTO zizq_bench_bare.jobs (queue, type, payload) "
+         "SELECT 'bench', 'noop', jsonb_build_object('i', i) FROM generate_series(1, $1::int) i",
+         {std::to_string(a.n)});
+  c.exec("VACUUM ANALYZE zizq_bench_bare.jobs");
+  std::atomic<int64_t> done{0};
+  FinishLine finish;
+  double start = timed_workers(a.workers, [&](Conn &w) {
+    while (done.load() < a.n) {
+      auto r = call(w, kBareDequeue, {"bench"});
+      if (r.rows() == 0) continue;  // every ready row locked by others for the moment
+      call(w, kBareComplete, {r.get(0, 0)});
+      if (++done >= a.n) finish.cross();
+    }
+  }, /*warm=*/false);
+  double s = finish.at() - start;
+  c.exec("DROP SCHEMA zizq_bench_bare CASCADE");
+  report(a, std::to_string(a.workers) + " workers, plain-SQL queue: UPDATE .. SKIP LOCKED 1 + DELETE 1", a.n / s, "jobs/s",
+         {{"n", std::to_string(a.n)}, {"seconds", fmt("%.3f", s)}});
+}
+
+void bare_enqueue_single(const Args &a) {
+  Conn c;
+  fresh_bare(c);
+  std::atomic<int> next{0};
+  double start = timed_workers(a.producers, [&](Conn &p) {
+    while (next.fetch_add(1) < a.n) call(p, kBareEnqueue);
+  }, /*warm=*/false);
+  double s = now_s() - start;
+  c.exec("DROP SCHEMA zizq_bench_bare CASCADE");
+  report(a, std::to_string(a.producers) + " producers, plain-SQL queue: one INSERT per call", a.n / s, "jobs/s");
 }
 
 // ---- scenarios ------------------------------------------------------------------
@@ -675,6 +743,8 @@ int main(int argc, char **argv) {
       {"limited", limited},
       {"rate", rate},
       {"refill", refill},
+      {"bare_roundtrip", bare_roundtrip},
+      {"bare_enqueue_single", bare_enqueue_single},
   };
   auto known = argc >= 2 ? scenarios.find(argv[1]) : scenarios.end();
   if (known == scenarios.end()) {

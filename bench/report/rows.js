@@ -47,6 +47,12 @@ const ROWS = [
   // zizq only
   { id: "latency", title: "enqueue call -> blocked worker, p50", unit: "ms", better: "lower", metric: fromCallP50 },
   { id: "roundtrip", title: "drain, dequeue 1 + complete 1", unit: "jobs/s", better: "higher", metric: zizqValue },
+  // The machine's floor, run just before each roundtrip / enqueue_single run
+  // by the same client: a plain-SQL queue (bench/zizq_bench.cpp, bare_*).
+  { id: "roundtrip_bare", title: "plain-SQL queue, same client: roundtrip", unit: "jobs/s", better: "higher",
+    metric: zizqValue },
+  { id: "enqueue_single_bare", title: "plain-SQL queue, same client: enqueue_single", unit: "jobs/s", better: "higher",
+    metric: zizqValue },
   { id: "drain_ref", title: "drain, run just before each paired row", unit: "jobs/s", better: "higher", metric: zizqValue },
   { id: "drain_wif", title: "drain, jobs under while_in_flight", unit: "jobs/s", better: "higher", metric: zizqValue },
   { id: "drain_tb", title: "drain, jobs under time_based", unit: "jobs/s", better: "higher", metric: zizqValue },
