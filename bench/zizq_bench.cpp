@@ -162,9 +162,29 @@ const char *const kDequeueSteady = "SELECT id FROM zizq.dequeue(ARRAY['steady'],
 const std::vector<std::string> kWorkerStatements = {kDequeueOne,     kDequeueBatch,  kCompleteOne,
                                                     kCompleteMany,   kDequeueLatency, kDequeueSteady};
 
-// Runs `body` on n connections made (and, for workers, warmed) beforehand;
-// returns the instant they were all let go.
-double timed_workers(int n, const std::function<void(Conn &)> &body, bool warm = true) {
+// The plain-SQL queue's statements (see "the plain-SQL floor" below).
+// Its dequeue's commit is not waited for, as zizq's unleased dequeue's is
+// not: set_config(..., true) lasts to the end of the statement's own
+// transaction.
+const char *const kBareDequeue =
+    "UPDATE zizq_bench_bare.jobs SET status = 'running', dequeued_at = now() "
+    "WHERE id = (SELECT id FROM zizq_bench_bare.jobs WHERE queue = $1 AND status = 'ready' "
+    "ORDER BY priority, id LIMIT 1 FOR UPDATE SKIP LOCKED) "
+    "RETURNING id, set_config('synchronous_commit', 'off', true)";
+const char *const kBareComplete = "DELETE FROM zizq_bench_bare.jobs WHERE id = $1::bigint";
+const char *const kBareEnqueue =
+    "INSERT INTO zizq_bench_bare.jobs (queue, type, payload) VALUES ('bench', 'noop', '{\"x\": 1}') RETURNING id";
+
+// How a connection is readied before the clock starts.
+enum class Warm {
+  None,  // as a producer: its statement is prepared at its first call
+  Zizq,  // as a long-lived zizq worker (below)
+  Bare,  // the plain-SQL queue's statements prepared
+};
+
+// Runs `body` on n connections made (and readied) beforehand; returns the
+// instant they were all let go.
+double timed_workers(int n, const std::function<void(Conn &)> &body, Warm warm = Warm::Zizq) {
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
   std::vector<std::thread> threads;
@@ -174,12 +194,14 @@ double timed_workers(int n, const std::function<void(Conn &)> &body, bool warm =
       // Warm the connection as a long-lived worker is: zizq's statements
       // planned, caches filled (an empty dequeue and complete; a dequeue
       // that waits plans the budgeted path's statements before it sleeps).
-      if (warm) {
+      if (warm == Warm::Zizq) {
         c.exec("SELECT count(*) FROM zizq.dequeue(ARRAY['warm-up'], 1, wait => '1 ms')");
         c.exec("SELECT zizq.complete('{}'::bigint[])");
         if (prepared_statements)
           for (const std::string &sql : kWorkerStatements) c.prepare(sql);
       }
+      if (warm == Warm::Bare && prepared_statements)
+        for (const char *sql : {kBareDequeue, kBareComplete}) c.prepare(sql);
       ++ready;
       while (!go.load()) std::this_thread::yield();
       body(c);
@@ -229,18 +251,8 @@ double run_one(Conn &c, const std::string &queue, const std::string &wait) {
 // one UPDATE over a SKIP LOCKED sub-select, a complete that is one DELETE.
 // It has none of zizq's features (no budgets, leases, scheduling, retries,
 // unique keys, wake-ups; workers poll), so it bounds what any queue design
-// can reach here. Its commits are as zizq's: the dequeue's is not waited for
-// (SET LOCAL synchronous_commit in the statement, as zizq's unleased dequeue
-// commits), the complete's and the enqueue's are.
-const char *const kBareDequeue =
-    "UPDATE zizq_bench_bare.jobs SET status = 'running', dequeued_at = now() "
-    "WHERE id = (SELECT id FROM zizq_bench_bare.jobs WHERE queue = $1 AND status = 'ready' "
-    "ORDER BY priority, id LIMIT 1 FOR UPDATE SKIP LOCKED) "
-    "RETURNING id, set_config('synchronous_commit', 'off', true)";
-const char *const kBareComplete = "DELETE FROM zizq_bench_bare.jobs WHERE id = $1::bigint";
-const char *const kBareEnqueue =
-    "INSERT INTO zizq_bench_bare.jobs (queue, type, payload) VALUES ('bench', 'noop', '{\"x\": 1}') RETURNING id";
-
+// can reach here. Its commits are as zizq's: the dequeue's is not waited
+// for, the complete's and the enqueue's are.
 void fresh_bare(Conn &c) {
   c.exec("SET client_min_messages = warning");
   c.exec("DROP SCHEMA IF EXISTS zizq_bench_bare CASCADE");
@@ -267,7 +279,7 @@ void bare_roundtrip(const Args &a) {
       call(w, kBareComplete, {r.get(0, 0)});
       if (++done >= a.n) finish.cross();
     }
-  }, /*warm=*/false);
+  }, Warm::Bare);
   double s = finish.at() - start;
   c.exec("DROP SCHEMA zizq_bench_bare CASCADE");
   report(a, std::to_string(a.workers) + " workers, plain-SQL queue: UPDATE .. SKIP LOCKED 1 + DELETE 1", a.n / s, "jobs/s",
@@ -280,7 +292,7 @@ void bare_enqueue_single(const Args &a) {
   std::atomic<int> next{0};
   double start = timed_workers(a.producers, [&](Conn &p) {
     while (next.fetch_add(1) < a.n) call(p, kBareEnqueue);
-  }, /*warm=*/false);
+  }, Warm::None);
   double s = now_s() - start;
   c.exec("DROP SCHEMA zizq_bench_bare CASCADE");
   report(a, std::to_string(a.producers) + " producers, plain-SQL queue: one INSERT per call", a.n / s, "jobs/s");
@@ -294,7 +306,7 @@ void enqueue_single(const Args &a) {
   std::atomic<int> next{0};
   double start = timed_workers(a.producers, [&](Conn &p) {
     while (next.fetch_add(1) < a.n) call(p, "SELECT (zizq.enqueue('bench', 'noop', '{\"x\": 1}')).id");
-  }, /*warm=*/false);
+  }, Warm::None);
   double s = now_s() - start;
   report(a, std::to_string(a.producers) + " producers, one job per call", a.n / s, "jobs/s");
 }
