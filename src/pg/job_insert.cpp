@@ -5,7 +5,9 @@
 #include "pg/job_row.hpp"
 
 extern "C" {
+#include "access/genam.h"
 #include "access/tableam.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_trigger.h"
 #include "executor/executor.h"
@@ -13,6 +15,8 @@ extern "C" {
 #include "rewrite/rewriteHandler.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 }
 
@@ -71,6 +75,121 @@ bool stored_as_an_insert_would(const ResultRelInfo *rri, const bool *given) {
   return true;
 }
 
+// ---- what one call leaves to the next -------------------------------------------
+// A single enqueue spent about a tenth of its CPU making again what the
+// previous one had made: each index's IndexInfo (BuildIndexInfo copies its
+// expressions and predicate), the partial indexes' predicates compiled
+// (ExecPrepareQual, at the first row), the columns' defaults read from the
+// catalog and parsed. They are kept per backend, in a context of their own,
+// until a relcache invalidation names zizq._jobs or one of its indexes (an
+// index created, dropped or made ready, a default changed, the table
+// altered) or everything. An invalidation only marks them stale: it may
+// arrive while a call uses them (at a lock taken mid-call); the next call
+// that starts with none in progress makes them anew. What an index AM keeps
+// per statement in an IndexInfo (ii_AmCache: GIN's state) is still made per
+// call, in the call's executor state. A call that starts while another is
+// in progress in this backend (a user's function run by the insert, calling
+// enqueue) makes its own, as before.
+struct Kept {
+  MemoryContext cxt;  // nullptr: nothing kept
+  bool stale;
+  Oid relid;
+  EState *compiled;  // its query context holds the compiled expressions
+  int nindexes;
+  Oid *index_oids;    // in the order of RelationGetIndexList
+  IndexInfo **infos;  // predicates and expressions compiled
+  int natts;
+  bool *given;           // the columns the defaults below were made for
+  ExprState **defaults;  // as prepare_defaults makes them
+};
+
+Kept kept = {};
+int inserts_in_progress = 0;
+
+void on_relcache_invalidation(Datum, Oid relid) {
+  if (kept.cxt == nullptr || kept.stale) return;
+  bool ours = relid == InvalidOid || relid == kept.relid;
+  for (int i = 0; i < kept.nindexes && !ours; ++i) ours = kept.index_oids[i] == relid;
+  if (ours) kept.stale = true;
+}
+
+void forget_kept() {
+  if (kept.cxt != nullptr) MemoryContextDelete(kept.cxt);
+  kept = Kept{};
+}
+
+// Whether this call may use (and make) the kept state.
+bool may_keep() {
+  static bool registered = false;
+  if (!registered) {
+    CacheRegisterRelcacheCallback(on_relcache_invalidation, (Datum)0);
+    registered = true;
+  }
+  return inserts_in_progress == 1;
+}
+
+// Whether the kept indexes are `rel`'s, in its index list's order.
+bool kept_indexes_match(Relation rel, List *index_oids) {
+  if (kept.cxt == nullptr || kept.stale || kept.relid != RelationGetRelid(rel)) return false;
+  if (list_length(index_oids) != kept.nindexes) return false;
+  ListCell *cell;
+  foreach (cell, index_oids)
+    if (kept.index_oids[foreach_current_index(cell)] != lfirst_oid(cell)) return false;
+  return true;
+}
+
+// The IndexInfo of each of rel's open indexes, made in the kept context
+// with what ExecInsertIndexTuples would otherwise compile at each call.
+void keep_indexes(Relation rel, List *index_oids, const RelationPtr descs) {
+  forget_kept();
+  kept.cxt = AllocSetContextCreate(TopMemoryContext, "zizq kept insert state", ALLOCSET_SMALL_SIZES);
+  MemoryContext old = MemoryContextSwitchTo(kept.cxt);
+  kept.relid = RelationGetRelid(rel);
+  kept.compiled = CreateExecutorState();
+  kept.nindexes = list_length(index_oids);
+  kept.index_oids = static_cast<Oid *>(palloc(sizeof(Oid) * ZZ_MAX(kept.nindexes, 1)));
+  kept.infos = static_cast<IndexInfo **>(palloc(sizeof(IndexInfo *) * ZZ_MAX(kept.nindexes, 1)));
+  ListCell *cell;
+  foreach (cell, index_oids) {
+    int i = foreach_current_index(cell);
+    IndexInfo *ii = BuildIndexInfo(descs[i]);
+    if (ii->ii_Predicate != NIL) ii->ii_PredicateState = ExecPrepareQual(ii->ii_Predicate, kept.compiled);
+    if (ii->ii_Expressions != NIL) ii->ii_ExpressionsState = ExecPrepareExprList(ii->ii_Expressions, kept.compiled);
+    kept.index_oids[i] = lfirst_oid(cell);
+    kept.infos[i] = ii;
+  }
+  MemoryContextSwitchTo(old);
+}
+
+// ExecOpenIndices, with the IndexInfos kept from call to call when it may.
+void open_indexes(ResultRelInfo *rri) {
+  Relation rel = rri->ri_RelationDesc;
+  rri->ri_NumIndices = 0;
+  if (!RelationGetForm(rel)->relhasindex) return;
+  if (!may_keep()) {
+    ExecOpenIndices(rri, false);
+    return;
+  }
+  List *index_oids = RelationGetIndexList(rel);
+  int n = list_length(index_oids);
+  if (n == 0) return;
+  RelationPtr descs = static_cast<RelationPtr>(palloc(sizeof(Relation) * n));
+  ListCell *cell;
+  foreach (cell, index_oids) descs[foreach_current_index(cell)] = index_open(lfirst_oid(cell), RowExclusiveLock);
+  if (!kept_indexes_match(rel, index_oids)) keep_indexes(rel, index_oids, descs);
+  IndexInfo **infos = static_cast<IndexInfo **>(palloc(sizeof(IndexInfo *) * n));
+  for (int i = 0; i < n; ++i) {
+    infos[i] = kept.infos[i];
+    // The AM's per-statement state goes with this call's executor state.
+    infos[i]->ii_AmCache = nullptr;
+    infos[i]->ii_Context = CurrentMemoryContext;
+  }
+  rri->ri_NumIndices = n;
+  rri->ri_IndexRelationDescs = descs;
+  rri->ri_IndexRelationInfo = infos;
+  list_free(index_oids);
+}
+
 // The result relation as the executor sets one up for an INSERT: a range
 // table of one entry, the relation locked and opened, its indexes opened.
 ResultRelInfo *open_result_relation(EState *estate, Oid relid) {
@@ -84,7 +203,7 @@ ResultRelInfo *open_result_relation(EState *estate, Oid relid) {
   ExecInitRangeTable(estate, list_make1(rte));
   ResultRelInfo *rri = makeNode(ResultRelInfo);
   ExecInitResultRelation(estate, rri, 1);
-  ExecOpenIndices(rri, false);
+  open_indexes(rri);
   return rri;
 }
 
@@ -115,6 +234,23 @@ ExprState **prepare_defaults(Relation rel, const bool *given, EState *estate) {
   return defaults;
 }
 
+// prepare_defaults's, kept with the indexes (open_indexes made the kept
+// state current for this relation) when this call may keep them.
+ExprState **defaults_for(Relation rel, const bool *given, EState *estate) {
+  int natts = RelationGetDescr(rel)->natts;
+  bool keeping = may_keep() && kept.cxt != nullptr && !kept.stale && kept.relid == RelationGetRelid(rel);
+  if (!keeping) return prepare_defaults(rel, given, estate);
+  if (kept.defaults == nullptr || kept.natts != natts || memcmp(kept.given, given, sizeof(bool) * natts) != 0) {
+    MemoryContext old = MemoryContextSwitchTo(kept.cxt);
+    kept.natts = natts;
+    kept.given = static_cast<bool *>(palloc(sizeof(bool) * natts));
+    memcpy(kept.given, given, sizeof(bool) * natts);
+    kept.defaults = prepare_defaults(rel, given, kept.compiled);
+    MemoryContextSwitchTo(old);
+  }
+  return kept.defaults;
+}
+
 }  // namespace
 
 JobInsert *begin_job_insert(const char *const *columns, int ncolumns, int capacity) {
@@ -130,6 +266,7 @@ JobInsert *begin_job_insert(const char *const *columns, int ncolumns, int capaci
   Oid relid = jobs_relid();
   AclResult acl = pg_class_aclcheck(relid, GetUserId(), ACL_INSERT);
   if (acl != ACLCHECK_OK) aclcheck_error(acl, OBJECT_TABLE, get_rel_name(relid));
+  ++inserts_in_progress;
   EState *estate = CreateExecutorState();
   MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
   ResultRelInfo *rri = open_result_relation(estate, relid);
@@ -140,6 +277,7 @@ JobInsert *begin_job_insert(const char *const *columns, int ncolumns, int capaci
   if (!stored_as_an_insert_would(rri, given)) {
     MemoryContextSwitchTo(old);
     close_executor_state(estate);
+    --inserts_in_progress;
     return nullptr;
   }
   JobInsert *ins = static_cast<JobInsert *>(palloc0(sizeof(JobInsert)));
@@ -148,7 +286,7 @@ JobInsert *begin_job_insert(const char *const *columns, int ncolumns, int capaci
   ins->rel = rri->ri_RelationDesc;
   ins->ncolumns = ncolumns;
   ins->attnums = attnums;
-  ins->defaults = prepare_defaults(ins->rel, given, estate);
+  ins->defaults = defaults_for(ins->rel, given, estate);
   // Slots of a reference-counted descriptor (the relation's) register
   // with the resource owner one by one, and forgetting 1,000 of them cost
   // as much as making their index entries.
@@ -216,8 +354,14 @@ TupleTableSlot *job_insert_row(const JobInsert *ins, int i) { return ins->slots[
 void end_job_insert(JobInsert *ins) {
   for (int i = 0; i < ins->capacity && ins->slots[i] != nullptr; ++i) ExecDropSingleTupleTableSlot(ins->slots[i]);
   close_executor_state(ins->estate);
+  --inserts_in_progress;
   // Later commands of the transaction (and of this function) see the rows.
   CommandCounterIncrement();
+}
+
+void end_of_transaction_job_inserts() {
+  // A call that raised an error never reached end_job_insert.
+  inserts_in_progress = 0;
 }
 
 }  // namespace zizq::pg

@@ -5,6 +5,7 @@
 
 #include "pg/claims.hpp"
 #include "pg/floors.hpp"
+#include "pg/job_insert.hpp"
 #include "pg/shmem.hpp"
 
 extern "C" {
@@ -80,6 +81,7 @@ void forget_all() {
   end_own_delete();
   end_live_raises();
   forget_commit_mode();
+  end_of_transaction_job_inserts();
   logged_upto = 0;
 }
 

@@ -89,6 +89,41 @@ SELECT payload FROM zizq._jobs WHERE queue = 'many-indexed' AND (payload->>'i'):
 RESET enable_seqscan;
 RESET enable_bitmapscan;
 DROP INDEX zizq.jobs_by_i;
+-- A backend keeps what its direct inserts make each time (the indexes'
+-- IndexInfo with their predicates and expressions compiled, the columns'
+-- defaults) until the table or one of its indexes changes: a default
+-- changed, an index created and one dropped since the last enqueue take
+-- effect at the next one.
+SELECT (zizq.enqueue('kept', 't')).attempts AS default_attempts;
+ALTER TABLE zizq._jobs ALTER COLUMN attempts SET DEFAULT 3;
+SELECT (zizq.enqueue('kept', 't')).attempts AS new_default_attempts;
+ALTER TABLE zizq._jobs ALTER COLUMN attempts SET DEFAULT 0;
+CREATE INDEX jobs_kept ON zizq._jobs (type, (payload->>'k')) WHERE queue = 'kept';
+SELECT (zizq.enqueue('kept', 'indexed', '{"k": "v"}')).type;
+SELECT count(*) FROM zizq.enqueue_many('[{"queue": "kept", "type": "indexed", "payload": {"k": "w"}}]');
+SET enable_seqscan = off;
+SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT id FROM zizq._jobs WHERE queue = 'kept' AND type = 'indexed';
+SELECT payload->>'k' AS k FROM zizq._jobs WHERE queue = 'kept' AND type = 'indexed' ORDER BY 1;
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+DROP INDEX zizq.jobs_kept;
+SELECT (zizq.enqueue('kept', 'after-drop')).type;
+-- Every index holds every row its predicate admits (amcheck reads the heap
+-- and looks each such row up), through enqueues that reused the compiled
+-- predicates and expressions of the one before.
+CREATE EXTENSION amcheck;
+SELECT count(*) FROM zizq.enqueue_many('[{"queue": "kept", "type": "b", "budgets": [{"key": "kept-b", "create_with": {"allocation": 1, "strategy": {"type": "while_in_flight"}}}]},
+                                         {"queue": "kept", "type": "b", "budgets": [{"key": "kept-b"}]},
+                                         {"queue": "kept", "type": "s", "ready_at": "2100-01-01T00:00:00Z"}]');
+SELECT (zizq.enqueue('kept', 'b', budgets => '[{"key": "kept-b"}]')).status;
+SELECT c.relname AS checked
+  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam,
+       LATERAL bt_index_check(c.oid, true)
+  WHERE i.indrelid = 'zizq._jobs'::regclass AND a.amname = 'btree' ORDER BY 1;
+DROP EXTENSION amcheck;
+SELECT zizq.delete_jobs(array_agg(id)) AS cleaned FROM zizq._jobs WHERE queue = 'kept';
+SELECT (zizq.delete_budget('kept-b')).key AS deleted;
 -- The rows reach the table as COPY's do: one WAL record per heap page
 -- (MULTI_INSERT) rather than one per row (INSERT).
 CREATE EXTENSION pg_walinspect;
