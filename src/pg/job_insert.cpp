@@ -12,6 +12,7 @@ extern "C" {
 #include "catalog/pg_trigger.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "rewrite/rewriteHandler.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
@@ -81,23 +82,32 @@ bool stored_as_an_insert_would(const ResultRelInfo *rri, const bool *given) {
 // expressions and predicate), the partial indexes' predicates compiled
 // (ExecPrepareQual, at the first row), the columns' defaults read from the
 // catalog and parsed. They are kept per backend, in a context of their own,
-// until a relcache invalidation names zizq._jobs or one of its indexes (an
-// index created, dropped or made ready, a default changed, the table
-// altered) or everything. An invalidation only marks them stale: it may
-// arrive while a call uses them (at a lock taken mid-call); the next call
-// that starts with none in progress makes them anew. What an index AM keeps
-// per statement in an IndexInfo (ii_AmCache: GIN's state) is still made per
-// call, in the call's executor state. A call that starts while another is
-// in progress in this backend (a user's function run by the insert, calling
-// enqueue) makes its own, as before.
+// for the role that made them, until a relcache invalidation names
+// zizq._jobs or one of its indexes (an index created, dropped, made ready
+// or rebuilt, a default changed, the table altered) or everything. An
+// invalidation only marks them stale: it may arrive while a call uses them
+// (at a lock taken mid-call); the next call that starts with none in
+// progress makes them anew. What an index AM caches per statement in an
+// IndexInfo (ii_AmCache: GIN's, GiST's, BRIN's state) is still made per
+// call, in the call's executor state, and so are the compiled expressions
+// of an index whose expressions could cache per-statement data in them
+// (compiled_per_call). A call that starts while another is in progress in
+// this backend (a user's function run by the insert, calling enqueue), or
+// after one that raised an error in the same transaction, makes its own,
+// as before. Not seen: a function called by a default or an index
+// expression redefined (the expressions are folded when compiled; an index
+// whose function changes needs a REINDEX anyway, which is seen).
 struct Kept {
   MemoryContext cxt;  // nullptr: nothing kept
+  bool complete;      // made to the end (an error may stop the making)
   bool stale;
   Oid relid;
+  Oid user;          // the role whose rights the compiling checked
   EState *compiled;  // its query context holds the compiled expressions
   int nindexes;
   Oid *index_oids;    // in the order of RelationGetIndexList
-  IndexInfo **infos;  // predicates and expressions compiled
+  IndexInfo **infos;  // predicates and expressions compiled where keep_states
+  bool *keep_states;
   int natts;
   bool *given;           // the columns the defaults below were made for
   ExprState **defaults;  // as prepare_defaults makes them
@@ -113,29 +123,62 @@ void on_relcache_invalidation(Datum, Oid relid) {
   if (ours) kept.stale = true;
 }
 
+void register_invalidation_callback() {
+  static bool registered = false;
+  if (registered) return;
+  CacheRegisterRelcacheCallback(on_relcache_invalidation, (Datum)0);
+  registered = true;
+}
+
 void forget_kept() {
   if (kept.cxt != nullptr) MemoryContextDelete(kept.cxt);
   kept = Kept{};
 }
 
-// Whether this call may use (and make) the kept state.
-bool may_keep() {
-  static bool registered = false;
-  if (!registered) {
-    CacheRegisterRelcacheCallback(on_relcache_invalidation, (Datum)0);
-    registered = true;
-  }
-  return inserts_in_progress == 1;
+// Whether this call is the only insert in progress (and may use the kept
+// state).
+bool alone() { return inserts_in_progress == 1; }
+
+bool kept_usable(Relation rel) {
+  return kept.cxt != nullptr && kept.complete && !kept.stale && kept.relid == RelationGetRelid(rel) &&
+         kept.user == GetUserId();
 }
 
 // Whether the kept indexes are `rel`'s, in its index list's order.
 bool kept_indexes_match(Relation rel, List *index_oids) {
-  if (kept.cxt == nullptr || kept.stale || kept.relid != RelationGetRelid(rel)) return false;
-  if (list_length(index_oids) != kept.nindexes) return false;
+  if (!kept_usable(rel) || list_length(index_oids) != kept.nindexes) return false;
   ListCell *cell;
   foreach (cell, index_oids)
     if (kept.index_oids[foreach_current_index(cell)] != lfirst_oid(cell)) return false;
   return true;
+}
+
+// Whether an index expression or predicate must be compiled per call
+// rather than once for every later call: when it holds nodes whose
+// evaluation keeps data in the statement's memory at the first row (a
+// whole-row Var's descriptor, a row type conversion's map, a field of a
+// composite) or reads a parameter or a sub-query. Only the plain kinds
+// zizq's own indexes and most users' are made of are compiled once.
+bool compiled_per_call(Node *node, void *) {
+  if (node == nullptr) return false;  // (the walker's "go on")
+  switch (nodeTag(node)) {
+    case T_Var:
+      return reinterpret_cast<Var *>(node)->varattno <= 0;
+    case T_Const: case T_FuncExpr: case T_OpExpr: case T_DistinctExpr: case T_NullIfExpr:
+    case T_ScalarArrayOpExpr: case T_BoolExpr: case T_NullTest: case T_BooleanTest: case T_RelabelType:
+    case T_CoerceViaIO: case T_CaseExpr: case T_CaseWhen: case T_CoalesceExpr: case T_MinMaxExpr:
+    case T_ArrayExpr: case T_SubscriptingRef: case T_List:
+      // (PostgreSQL 15's walker type is an unprototyped C function.)
+      return expression_tree_walker(
+          node, reinterpret_cast<bool (*)()>(reinterpret_cast<void (*)()>(compiled_per_call)), nullptr);
+    default:
+      return true;  // anything else: compiled per call
+  }
+}
+
+bool may_keep_states(const IndexInfo *ii) {
+  return !compiled_per_call(reinterpret_cast<Node *>(ii->ii_Predicate), nullptr) &&
+         !compiled_per_call(reinterpret_cast<Node *>(ii->ii_Expressions), nullptr);
 }
 
 // The IndexInfo of each of rel's open indexes, made in the kept context
@@ -145,19 +188,26 @@ void keep_indexes(Relation rel, List *index_oids, const RelationPtr descs) {
   kept.cxt = AllocSetContextCreate(TopMemoryContext, "zizq kept insert state", ALLOCSET_SMALL_SIZES);
   MemoryContext old = MemoryContextSwitchTo(kept.cxt);
   kept.relid = RelationGetRelid(rel);
+  kept.user = GetUserId();
   kept.compiled = CreateExecutorState();
-  kept.nindexes = list_length(index_oids);
-  kept.index_oids = static_cast<Oid *>(palloc(sizeof(Oid) * ZZ_MAX(kept.nindexes, 1)));
-  kept.infos = static_cast<IndexInfo **>(palloc(sizeof(IndexInfo *) * ZZ_MAX(kept.nindexes, 1)));
+  int n = list_length(index_oids);
+  kept.index_oids = static_cast<Oid *>(palloc0(sizeof(Oid) * ZZ_MAX(n, 1)));
+  kept.infos = static_cast<IndexInfo **>(palloc0(sizeof(IndexInfo *) * ZZ_MAX(n, 1)));
+  kept.keep_states = static_cast<bool *>(palloc0(sizeof(bool) * ZZ_MAX(n, 1)));
+  kept.nindexes = n;
   ListCell *cell;
   foreach (cell, index_oids) {
     int i = foreach_current_index(cell);
     IndexInfo *ii = BuildIndexInfo(descs[i]);
-    if (ii->ii_Predicate != NIL) ii->ii_PredicateState = ExecPrepareQual(ii->ii_Predicate, kept.compiled);
-    if (ii->ii_Expressions != NIL) ii->ii_ExpressionsState = ExecPrepareExprList(ii->ii_Expressions, kept.compiled);
+    kept.keep_states[i] = may_keep_states(ii);
+    if (kept.keep_states[i] && ii->ii_Predicate != NIL)
+      ii->ii_PredicateState = ExecPrepareQual(ii->ii_Predicate, kept.compiled);
+    if (kept.keep_states[i] && ii->ii_Expressions != NIL)
+      ii->ii_ExpressionsState = ExecPrepareExprList(ii->ii_Expressions, kept.compiled);
     kept.index_oids[i] = lfirst_oid(cell);
     kept.infos[i] = ii;
   }
+  kept.complete = true;  // last: an error above leaves it unusable
   MemoryContextSwitchTo(old);
 }
 
@@ -166,7 +216,8 @@ void open_indexes(ResultRelInfo *rri) {
   Relation rel = rri->ri_RelationDesc;
   rri->ri_NumIndices = 0;
   if (!RelationGetForm(rel)->relhasindex) return;
-  if (!may_keep()) {
+  register_invalidation_callback();
+  if (!alone()) {
     ExecOpenIndices(rri, false);
     return;
   }
@@ -180,9 +231,14 @@ void open_indexes(ResultRelInfo *rri) {
   IndexInfo **infos = static_cast<IndexInfo **>(palloc(sizeof(IndexInfo *) * n));
   for (int i = 0; i < n; ++i) {
     infos[i] = kept.infos[i];
-    // The AM's per-statement state goes with this call's executor state.
+    // What the executor and the AM make per statement goes with this
+    // call's executor state.
     infos[i]->ii_AmCache = nullptr;
     infos[i]->ii_Context = CurrentMemoryContext;
+    if (!kept.keep_states[i]) {
+      infos[i]->ii_PredicateState = nullptr;
+      infos[i]->ii_ExpressionsState = NIL;
+    }
   }
   rri->ri_NumIndices = n;
   rri->ri_IndexRelationDescs = descs;
@@ -238,15 +294,17 @@ ExprState **prepare_defaults(Relation rel, const bool *given, EState *estate) {
 // state current for this relation) when this call may keep them.
 ExprState **defaults_for(Relation rel, const bool *given, EState *estate) {
   int natts = RelationGetDescr(rel)->natts;
-  bool keeping = may_keep() && kept.cxt != nullptr && !kept.stale && kept.relid == RelationGetRelid(rel);
-  if (!keeping) return prepare_defaults(rel, given, estate);
+  if (!alone() || !kept_usable(rel)) return prepare_defaults(rel, given, estate);
   if (kept.defaults == nullptr || kept.natts != natts || memcmp(kept.given, given, sizeof(bool) * natts) != 0) {
     MemoryContext old = MemoryContextSwitchTo(kept.cxt);
-    kept.natts = natts;
-    kept.given = static_cast<bool *>(palloc(sizeof(bool) * natts));
-    memcpy(kept.given, given, sizeof(bool) * natts);
-    kept.defaults = prepare_defaults(rel, given, kept.compiled);
+    bool *kept_given = static_cast<bool *>(palloc(sizeof(bool) * natts));
+    memcpy(kept_given, given, sizeof(bool) * natts);
+    ExprState **defaults = prepare_defaults(rel, given, kept.compiled);
     MemoryContextSwitchTo(old);
+    // Recorded once made: an error above leaves none kept.
+    kept.natts = natts;
+    kept.given = kept_given;
+    kept.defaults = defaults;
   }
   return kept.defaults;
 }
@@ -360,7 +418,9 @@ void end_job_insert(JobInsert *ins) {
 }
 
 void end_of_transaction_job_inserts() {
-  // A call that raised an error never reached end_job_insert.
+  // A call that raised an error never reached end_job_insert (one caught in
+  // a subtransaction leaves the later calls of the transaction to make
+  // their own state, which is slower, not wrong).
   inserts_in_progress = 0;
 }
 

@@ -109,6 +109,23 @@ RESET enable_seqscan;
 RESET enable_bitmapscan;
 DROP INDEX zizq.jobs_kept;
 SELECT (zizq.enqueue('kept', 'after-drop')).type;
+-- An index that keeps its OID and becomes ready: a unique index built
+-- concurrently fails on a duplicate and is left not ready (enqueues pass
+-- it by); rebuilt, it takes the next enqueue's row.
+SELECT (zizq.enqueue('kept-u', 'dup')).type, (zizq.enqueue('kept-u', 'dup')).type;
+CREATE UNIQUE INDEX CONCURRENTLY jobs_kept_unique ON zizq._jobs (type) WHERE queue = 'kept-u';
+SELECT indisready, indisvalid FROM pg_index WHERE indexrelid = 'zizq.jobs_kept_unique'::regclass;
+SELECT (zizq.enqueue('kept-u', 'while-not-ready')).type;
+SELECT zizq.delete_jobs(array_agg(id)) AS duplicates_gone FROM zizq._jobs WHERE queue = 'kept-u' AND type = 'dup';
+REINDEX INDEX zizq.jobs_kept_unique;
+SELECT indisready, indisvalid FROM pg_index WHERE indexrelid = 'zizq.jobs_kept_unique'::regclass;
+SELECT (zizq.enqueue('kept-u', 'once-ready')).type;
+SELECT pg_temp.try($$SELECT zizq.enqueue('kept-u', 'once-ready')$$) AS refused_by_the_rebuilt_index;
+-- An index on the whole row: its expression is compiled per call (a
+-- whole-row reference keeps the row's descriptor in the statement's memory).
+CREATE FUNCTION public.kept_row_type(j zizq._jobs) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$BEGIN RETURN j.type; END$$;
+CREATE INDEX jobs_kept_row ON zizq._jobs (public.kept_row_type(_jobs)) WHERE queue = 'kept';
+SELECT (zizq.enqueue('kept', 'row-1')).type, (zizq.enqueue('kept', 'row-2')).type;
 -- Every index holds every row its predicate admits (amcheck reads the heap
 -- and looks each such row up), through enqueues that reused the compiled
 -- predicates and expressions of the one before.
@@ -122,7 +139,9 @@ SELECT c.relname AS checked
        LATERAL bt_index_check(c.oid, true)
   WHERE i.indrelid = 'zizq._jobs'::regclass AND a.amname = 'btree' ORDER BY 1;
 DROP EXTENSION amcheck;
-SELECT zizq.delete_jobs(array_agg(id)) AS cleaned FROM zizq._jobs WHERE queue = 'kept';
+DROP INDEX zizq.jobs_kept_unique, zizq.jobs_kept_row;
+DROP FUNCTION public.kept_row_type(zizq._jobs);
+SELECT zizq.delete_jobs(array_agg(id)) AS cleaned FROM zizq._jobs WHERE queue IN ('kept', 'kept-u');
 SELECT (zizq.delete_budget('kept-b')).key AS deleted;
 -- The rows reach the table as COPY's do: one WAL record per heap page
 -- (MULTI_INSERT) rather than one per row (INSERT).
