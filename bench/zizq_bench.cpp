@@ -286,14 +286,20 @@ void bare_roundtrip(const Args &a) {
          {{"n", std::to_string(a.n)}, {"seconds", fmt("%.3f", s)}});
 }
 
+// a.n single-row enqueues by a.producers connections, each `sql` a call;
+// the seconds they took.
+double time_single_enqueues(const Args &a, const char *sql) {
+  std::atomic<int> next{0};
+  double start = timed_workers(a.producers, [&](Conn &p) {
+    while (next.fetch_add(1) < a.n) call(p, sql);
+  }, Warm::None);
+  return now_s() - start;
+}
+
 void bare_enqueue_single(const Args &a) {
   Conn c;
   fresh_bare(c);
-  std::atomic<int> next{0};
-  double start = timed_workers(a.producers, [&](Conn &p) {
-    while (next.fetch_add(1) < a.n) call(p, kBareEnqueue);
-  }, Warm::None);
-  double s = now_s() - start;
+  double s = time_single_enqueues(a, kBareEnqueue);
   c.exec("DROP SCHEMA zizq_bench_bare CASCADE");
   report(a, std::to_string(a.producers) + " producers, plain-SQL queue: one INSERT per call", a.n / s, "jobs/s");
 }
@@ -303,11 +309,7 @@ void bare_enqueue_single(const Args &a) {
 void enqueue_single(const Args &a) {
   Conn c;
   fresh(c);
-  std::atomic<int> next{0};
-  double start = timed_workers(a.producers, [&](Conn &p) {
-    while (next.fetch_add(1) < a.n) call(p, "SELECT (zizq.enqueue('bench', 'noop', '{\"x\": 1}')).id");
-  }, Warm::None);
-  double s = now_s() - start;
+  double s = time_single_enqueues(a, "SELECT (zizq.enqueue('bench', 'noop', '{\"x\": 1}')).id");
   report(a, std::to_string(a.producers) + " producers, one job per call", a.n / s, "jobs/s");
 }
 
