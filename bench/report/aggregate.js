@@ -32,7 +32,7 @@ function settingsText(s) {
     `server    PostgreSQL ${s.pg_version}: fsync ${s.fsync}, synchronous_commit ${s.synchronous_commit}, ` +
       `full_page_writes ${s.full_page_writes}, wal_level ${s.wal_level}, shared_buffers ${s.shared_buffers}, ` +
       `max_connections ${s.max_connections}, max_wal_size ${s.max_wal_size}, checkpoint_timeout ${s.checkpoint_timeout}, ` +
-      `work_mem ${s.work_mem}`,
+      `work_mem ${s.work_mem}, huge_pages ${s.huge_pages ?? "-"}`,
     `versions  zizq ${s.zizq_version} (commit ${s.zizq_commit}, zizq.so ${s.zizq_so}), ` +
       `graphile-worker ${s.graphile_worker}, pg-boss ${s.pg_boss}, node ${s.node}`,
     `run       ${s.mode}, ${s.date}`,
