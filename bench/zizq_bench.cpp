@@ -213,15 +213,14 @@ double timed_workers(int n, const std::function<void(Conn &)> &body, Warm warm =
   return start;
 }
 
-// W workers dequeue `batch` at a time and complete in bulk until `total`
-// jobs are done; returns the seconds from start to the last completion.
-// One job as a worker that takes one at a time asks for it (no array to
-// build and parse), completed at once; the jobs done.
-int64_t take_one(Conn &c, const std::string &queue) {
-  auto r = call(c, kDequeueOne, {queue, "200 ms"});
-  if (r.rows() == 0) return 0;
+// Dequeues one job of `queue`, waiting up to `wait`, and completes it at
+// once. Returns when the dequeue returned, or -1 when no job came.
+double run_one(Conn &c, const std::string &queue, const std::string &wait) {
+  auto r = call(c, kDequeueOne, {queue, wait});
+  double t = now_s();
+  if (r.rows() == 0) return -1;
   call(c, kCompleteOne, {r.get(0, 0)});
-  return 1;
+  return t;
 }
 
 // Up to `batch` jobs, completed in one call; the jobs done.
@@ -233,26 +232,20 @@ int64_t take_batch(Conn &c, const std::string &queue, int batch) {
   return std::count(ids.begin(), ids.end(), ',') + 1;
 }
 
+// W workers dequeue `batch` at a time and complete in bulk until `total`
+// jobs are done; returns the seconds from start to the last completion.
+// A worker that takes one job at a time asks for one (SELECT id), as such
+// a worker would, not for an array of one.
 double drain_queue(const Args &a, const std::string &queue, int batch, int64_t total) {
   std::atomic<int64_t> done{0};
   FinishLine finish;
   double start = timed_workers(a.workers, [&](Conn &c) {
     while (done.load() < total) {
-      int64_t n = batch == 1 ? take_one(c, queue) : take_batch(c, queue, batch);
+      int64_t n = batch == 1 ? (run_one(c, queue, "200 ms") < 0 ? 0 : 1) : take_batch(c, queue, batch);
       if (n > 0 && (done += n) >= total) finish.cross();
     }
   });
   return finish.at() - start;
-}
-
-// Dequeues one job of `queue`, waiting up to `wait`, and completes it at
-// once. Returns when the dequeue returned, or -1 when no job came.
-double run_one(Conn &c, const std::string &queue, const std::string &wait) {
-  auto r = call(c, kDequeueOne, {queue, wait});
-  double t = now_s();
-  if (r.rows() == 0) return -1;
-  call(c, kCompleteOne, {r.get(0, 0)});
-  return t;
 }
 
 // ---- the plain-SQL floor ------------------------------------------------------------
