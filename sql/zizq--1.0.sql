@@ -4,6 +4,7 @@
 --   1. roles            4. views              7. job management (plpgsql)
 --   2. tables, indexes  5. C entry points     8. budget functions (plpgsql)
 --   3. triggers, RLS    6. job life cycle     9. privileges
+--  10. descriptions (what psql's \d+ and \df+ show)
 --
 -- Hot paths (enqueue, dequeue, complete) and everything that touches shared
 -- memory are C++ (src/pg); management functions are plpgsql that call C
@@ -1315,3 +1316,94 @@ GRANT EXECUTE ON FUNCTION zizq._budget_live() TO zizq_admin;
 
 -- The dispatcher waits for this extension; wake it now rather than later.
 SELECT zizq._wake_dispatcher();
+
+------------------------------------------------------------------------------
+-- 10. Descriptions: what an operator sees in psql (\dt+ zizq.*, \dv+,
+-- \df+, \dT+). 01_jobs checks that every table, view, type and function
+-- without a leading underscore has one.
+------------------------------------------------------------------------------
+
+COMMENT ON TABLE zizq._jobs IS
+  'zizq''s jobs, in every status; read them through the view zizq.jobs and change them through zizq''s functions';
+COMMENT ON TABLE zizq._job_errors IS
+  'one row per failed attempt of a job (zizq.fail); read them with zizq.job_errors(id)';
+COMMENT ON TABLE zizq.budgets IS
+  'budgets: concurrency (while_in_flight) and rate (time_based) limits; change them with zizq.define_budget, update_budget and delete_budget';
+COMMENT ON VIEW zizq.jobs IS
+  'every job, one row each, in any status (scheduled, ready, in_flight, completed, dead); WHERE budgets @> ''[{"key": "k"}]'' is indexed';
+COMMENT ON VIEW zizq.queues IS
+  'per queue: how many jobs are scheduled, ready, in flight, completed (retained) and dead';
+COMMENT ON VIEW zizq.budget_state IS
+  'per budget, live: tokens (with fractional progress), in-flight cost, debt, parked jobs and when the next token is due';
+
+COMMENT ON TYPE zizq.job IS 'a job as zizq''s functions return it (duplicate: an enqueue found a job holding its unique_key)';
+COMMENT ON TYPE zizq.budget IS 'a budget as zizq''s budget functions return it';
+COMMENT ON TYPE zizq.job_explanation IS 'why a job is or is not running (zizq.explain_job)';
+
+COMMENT ON FUNCTION zizq.enqueue(text, text, jsonb, integer, timestamptz, jsonb, text, text, integer, jsonb, jsonb) IS
+  'adds one job (queue, type, payload, priority, ready_at, budgets, unique_key, ...); visible to workers at commit';
+COMMENT ON FUNCTION zizq.enqueue_many(jsonb) IS
+  'adds the jobs of a JSON array, all or none, returned in input order';
+COMMENT ON FUNCTION zizq.dequeue(text[], integer, interval, interval) IS
+  'takes up to max_jobs ready jobs of the queues (priority, then FIFO) whose budgets can pay; with wait, blocks until one comes or the wait ends';
+COMMENT ON FUNCTION zizq.complete(bigint) IS
+  'marks an in-flight job done; false if it was no longer in flight';
+COMMENT ON FUNCTION zizq.complete(bigint[]) IS
+  'marks in-flight jobs done; returns the ids that were not in flight';
+COMMENT ON FUNCTION zizq.fail(bigint, text, text, text, timestamptz, boolean) IS
+  'records a failed attempt: retried after the backoff (or at retry_at), or dead when out of attempts or killed';
+COMMENT ON FUNCTION zizq.job_errors(bigint) IS
+  'the errors of a job''s failed attempts, oldest first';
+COMMENT ON FUNCTION zizq.heartbeat(bigint[], interval) IS
+  'extends the lease of in-flight jobs; returns the ids that were not in flight';
+COMMENT ON FUNCTION zizq.release(bigint[]) IS
+  'hands in-flight jobs back unprocessed (ready again, attempts unchanged); returns the ids that were not in flight';
+COMMENT ON FUNCTION zizq.get_job(bigint) IS 'one job by id (NO_DATA_FOUND, P0002, if there is none)';
+COMMENT ON FUNCTION zizq.update_job(bigint, jsonb) IS
+  'applies a JSON merge patch (queue, priority, ready_at, retry_limit, backoff, retention) to a scheduled or ready job';
+COMMENT ON FUNCTION zizq.update_jobs(bigint[], jsonb) IS
+  'applies a JSON merge patch to the scheduled and ready jobs among ids; returns how many it patched';
+COMMENT ON FUNCTION zizq.delete_job(bigint) IS 'deletes a job in any status and returns it';
+COMMENT ON FUNCTION zizq.delete_jobs(bigint[]) IS 'deletes jobs in any status; returns how many';
+COMMENT ON FUNCTION zizq.reset() IS 'deletes every job and every budget';
+COMMENT ON FUNCTION zizq.explain_job(bigint) IS
+  'why a job is not running: scheduled, in flight, terminal, or which budget holds it, its tokens against the job''s cost and when it can next run';
+
+COMMENT ON FUNCTION zizq.define_budget(text, integer, text, interval, integer, boolean) IS
+  'creates a budget (while_in_flight, or time_based with duration and burst); replace => true redefines an existing one';
+COMMENT ON FUNCTION zizq.update_budget(text, jsonb) IS
+  'applies a JSON merge patch to a budget''s strategy; takes effect at once';
+COMMENT ON FUNCTION zizq.delete_budget(text) IS
+  'deletes a budget no unfinished job is bound to, and returns it';
+COMMENT ON FUNCTION zizq.get_budget(text) IS 'one budget by key';
+COMMENT ON FUNCTION zizq.list_budgets() IS 'every budget, by key';
+
+COMMENT ON FUNCTION zizq.bind_budget(bigint, text, integer, jsonb) IS
+  'binds a job to a budget with a cost (refused if already bound; create_with defines the budget if missing)';
+COMMENT ON FUNCTION zizq.bind_budget(bigint[], text, integer, jsonb) IS
+  'binds jobs to a budget; returns {"changed": n, "blocked": [ids]}';
+COMMENT ON FUNCTION zizq.rebind_budget(bigint, text, integer, jsonb) IS
+  'binds a job to a budget, or changes the cost of its binding';
+COMMENT ON FUNCTION zizq.rebind_budget(bigint[], text, integer, jsonb) IS
+  'binds jobs to a budget, or changes their cost; returns {"changed": n, "blocked": [ids]}';
+COMMENT ON FUNCTION zizq.set_budget_cost(bigint, text, integer) IS
+  'changes the cost of a job''s binding to a budget';
+COMMENT ON FUNCTION zizq.set_budget_cost(bigint[], text, integer) IS
+  'changes the cost of jobs'' bindings to a budget; returns {"changed": n, "blocked": [ids]}';
+COMMENT ON FUNCTION zizq.unbind_budget(bigint, text) IS
+  'unbinds a job from a budget (a parked job it held may run at once)';
+COMMENT ON FUNCTION zizq.unbind_budget(bigint[], text) IS
+  'unbinds jobs from a budget; returns {"changed": n, "blocked": [ids]}';
+COMMENT ON FUNCTION zizq.unbind_all_budgets(bigint) IS 'unbinds a job from every budget';
+COMMENT ON FUNCTION zizq.unbind_all_budgets(bigint[]) IS
+  'unbinds jobs from every budget; returns {"changed": n, "blocked": [ids]}';
+COMMENT ON FUNCTION zizq.replace_budgets(bigint, jsonb) IS
+  'replaces a job''s bindings with the given list of {"key", "cost"}';
+COMMENT ON FUNCTION zizq.replace_budgets(bigint[], jsonb) IS
+  'replaces jobs'' bindings with the given list; returns {"changed": n, "blocked": [ids]}';
+
+COMMENT ON FUNCTION zizq.dispatcher_state() IS
+  'the dispatcher''s shared state: running, budgets loaded, offers, park requests, waiting workers, next wake-up';
+COMMENT ON FUNCTION zizq.scan_floors() IS 'where each queue''s dequeues start their scan';
+COMMENT ON FUNCTION zizq.forget_scan_floors() IS
+  'forgets the scan floors (after rows of zizq._jobs were written around zizq''s functions)';

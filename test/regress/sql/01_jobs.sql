@@ -228,3 +228,25 @@ DROP EXTENSION pg_walinspect;
 BEGIN READ ONLY;
 SELECT pg_temp.try($$SELECT zizq.enqueue('ro', 't')$$);
 ROLLBACK;
+
+-- Every table, view, type and function an operator sees in psql (no
+-- leading underscore, or one of the tables) has a description.
+CREATE VIEW pg_temp.undescribed AS
+SELECT c.oid::regclass::text AS undescribed FROM pg_class c
+ WHERE c.relnamespace = 'zizq'::regnamespace AND c.relkind IN ('r', 'v')
+   AND (c.relname !~ '^_' OR c.relkind = 'r') AND obj_description(c.oid, 'pg_class') IS NULL
+UNION ALL
+SELECT t.oid::regtype::text FROM pg_type t JOIN pg_class c ON c.oid = t.typrelid AND c.relkind = 'c'
+ WHERE t.typnamespace = 'zizq'::regnamespace AND obj_description(t.oid, 'pg_type') IS NULL
+UNION ALL
+SELECT p.oid::regprocedure::text FROM pg_proc p
+ WHERE p.pronamespace = 'zizq'::regnamespace AND p.proname !~ '^_' AND obj_description(p.oid, 'pg_proc') IS NULL;
+SELECT * FROM pg_temp.undescribed;
+-- (The check sees a missing one.)
+BEGIN;
+COMMENT ON FUNCTION zizq.reset() IS NULL;
+COMMENT ON TYPE zizq.budget IS NULL;
+SELECT * FROM pg_temp.undescribed;
+ROLLBACK;
+-- What psql's \df+ shows for one of them.
+SELECT obj_description('zizq.complete(bigint[])'::regprocedure, 'pg_proc') AS complete_many;
