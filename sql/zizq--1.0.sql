@@ -162,9 +162,16 @@ CREATE INDEX _jobs_leases ON zizq._jobs (lease_until)
   WHERE status = 'in_flight' AND lease_until IS NOT NULL;
 CREATE INDEX _jobs_purge ON zizq._jobs (purge_at) WHERE purge_at IS NOT NULL;
 CREATE UNIQUE INDEX _jobs_unique_hold ON zizq._jobs (unique_hold) WHERE unique_hold IS NOT NULL;
--- Filtering by budget key: WHERE budgets @> '[{"key": "emails"}]'.
+-- Filtering by budget key: WHERE budgets @> '[{"key": "emails"}]'. Not
+-- in-flight jobs: a take would insert every job it takes into the index's
+-- pending list (a fifth of what a budgeted drain adds to a free one), and
+-- in-flight jobs, a few per worker, are all in _jobs_in_flight or
+-- _jobs_leases. A filter by key finds them there: zizq.jobs and zizq's own
+-- checks say `status <> 'in_flight' OR <in flight, no lease> OR <in flight,
+-- leased>`, three arms the planner serves with a BitmapOr of the three
+-- partial indexes.
 CREATE INDEX _jobs_budgets ON zizq._jobs USING gin (budgets jsonb_path_ops)
-  WHERE budgets IS NOT NULL;
+  WHERE budgets IS NOT NULL AND status <> 'in_flight';
 
 CREATE TABLE zizq._job_errors (
   job_id bigint NOT NULL,
@@ -257,11 +264,18 @@ CREATE POLICY jobs_read ON zizq._jobs FOR SELECT
 -- 4. Views
 ------------------------------------------------------------------------------
 
+-- Every job. The WHERE is always true (status is NOT NULL): its arms are
+-- the predicates of the partial indexes that together hold every job with
+-- bindings (see _jobs_budgets), so that `WHERE budgets @> ...` reads them
+-- instead of the whole table.
 CREATE VIEW zizq.jobs WITH (security_invoker = true) AS
   SELECT id, queue, type, payload, priority, status, ready_at, attempts, retry_limit, backoff,
          retention, unique_key, unique_while, created_at, dequeued_at, failed_at, completed_at,
          lease_until, budgets
-  FROM zizq._jobs;
+  FROM zizq._jobs
+  WHERE status <> 'in_flight'
+     OR (status = 'in_flight' AND lease_until IS NULL)
+     OR (status = 'in_flight' AND lease_until IS NOT NULL);
 
 CREATE VIEW zizq.queues WITH (security_invoker = true) AS
   SELECT queue,
@@ -742,7 +756,9 @@ BEGIN
   SELECT j.id, c.cost INTO worst
     FROM zizq._jobs j, unnest(j.budget_ids, j.budget_costs) AS c(budget_id, cost)
    WHERE j.budgets @> jsonb_build_array(jsonb_build_object('key', b.key))
-     AND j.status IN ('scheduled', 'ready', 'in_flight')
+     AND (j.status IN ('scheduled', 'ready')  -- (the arms of zizq.jobs: see _jobs_budgets)
+          OR (j.status = 'in_flight' AND j.lease_until IS NULL)
+          OR (j.status = 'in_flight' AND j.lease_until IS NOT NULL))
      AND c.budget_id = b.id AND c.cost > capacity
    ORDER BY c.cost DESC, j.id
    LIMIT 1;
@@ -872,7 +888,9 @@ BEGIN
     PERFORM zizq._lock_budget_key(OLD.key, true);
     SELECT count(*) INTO bound FROM zizq._jobs j
      WHERE j.budgets @> jsonb_build_array(jsonb_build_object('key', OLD.key))
-       AND j.status IN ('scheduled', 'ready', 'in_flight');
+       AND (j.status IN ('scheduled', 'ready')  -- (as in _check_bound_costs)
+            OR (j.status = 'in_flight' AND j.lease_until IS NULL)
+            OR (j.status = 'in_flight' AND j.lease_until IS NOT NULL));
     IF bound > 0 THEN
       RAISE EXCEPTION 'budget "%" is bound to % unfinished job(s)', OLD.key, bound
         USING ERRCODE = '2BP01',

@@ -118,12 +118,15 @@ SPIPlanPtr bound_parked_plan = nullptr;
 // entry goes then.
 void count_bound_jobs(int32 id, const char *key) {
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
-  // By key through the GIN index of zizq._jobs.budgets, then by id.
+  // By key through the GIN index of zizq._jobs.budgets, then by id. In-flight
+  // jobs are not in it: the two arms read the partial indexes that hold
+  // them (see _jobs_budgets in the install script).
   prepared(bound_in_flight_plan,
            "SELECT COALESCE(sum(c.cost), 0)::bigint FROM zizq._jobs j, "
            "unnest(j.budget_ids, j.budget_costs) AS c(budget_id, cost) "
            "WHERE j.budgets @> pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object('key', $2::text)) "
-           "AND j.status = 'in_flight' AND c.budget_id = $1",
+           "AND j.status = 'in_flight' AND (j.lease_until IS NULL OR j.lease_until IS NOT NULL) "
+           "AND c.budget_id = $1",
            {INT4OID, TEXTOID});
   prepared(bound_parked_plan,
            "SELECT k, count(*)::bigint FROM zizq._jobs j, generate_series(1, cardinality(j.budget_ids)) AS k "

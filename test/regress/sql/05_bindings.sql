@@ -135,3 +135,30 @@ SET enable_seqscan = off;
 EXPLAIN (COSTS OFF) SELECT id FROM zizq.jobs WHERE budgets @> '[{"key": "emails"}]';
 RESET enable_seqscan;
 SELECT id FROM zizq.jobs WHERE budgets @> '[{"key": "emails"}]' ORDER BY id;
+
+-- In-flight jobs are not in the GIN index (a take would insert each): the
+-- filter finds them through the in-flight indexes, leased or not, and so do
+-- delete_budget's refusal and the capacity rule.
+SELECT key FROM zizq.define_budget('flying', 4, 'while_in_flight');
+SELECT count(*) AS enqueued FROM zizq.enqueue_many('[
+  {"queue": "fly-held", "type": "t", "budgets": [{"key": "flying", "cost": 3}]},
+  {"queue": "fly-leased", "type": "t", "budgets": [{"key": "flying"}]},
+  {"queue": "fly-ready", "type": "t", "budgets": [{"key": "flying"}]}]');
+SELECT count(*) AS held FROM zizq.dequeue(ARRAY['fly-held']);
+SELECT count(*) AS leased FROM zizq.dequeue(ARRAY['fly-leased'], lease => '1 hour');
+SELECT queue, status, lease_until IS NOT NULL AS leased
+  FROM zizq.jobs WHERE budgets @> '[{"key": "flying"}]' ORDER BY id;
+SET enable_seqscan = off;
+SELECT queue, status FROM zizq.jobs WHERE budgets @> '[{"key": "flying"}]' ORDER BY id;
+RESET enable_seqscan;
+SELECT pg_temp.try(sql) FROM (VALUES
+  ($$SELECT zizq.update_budget('flying', '{"allocation": 2}')$$),
+  ($$SELECT zizq.delete_budget('flying')$$)
+) AS t(sql);
+SELECT count(*) AS ready_deleted FROM zizq.delete_jobs(ARRAY(SELECT id FROM zizq.jobs WHERE queue = 'fly-ready'));
+SELECT pg_temp.try($$SELECT zizq.delete_budget('flying')$$);
+SELECT zizq.complete(ARRAY(SELECT id FROM zizq.jobs WHERE queue = 'fly-leased')) AS not_completed;
+SELECT pg_temp.try($$SELECT zizq.delete_budget('flying')$$);
+SELECT zizq.complete(ARRAY(SELECT id FROM zizq.jobs WHERE queue = 'fly-held')) AS not_completed;
+SELECT allocation FROM zizq.update_budget('flying', '{"allocation": 2}');
+SELECT key FROM zizq.delete_budget('flying');
