@@ -118,9 +118,9 @@ SPIPlanPtr bound_parked_plan = nullptr;
 // entry goes then.
 void count_bound_jobs(int32 id, const char *key) {
   if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "zizq: SPI_connect failed");
-  // By key through the GIN index of zizq._jobs.budgets, then by id. In-flight
-  // jobs are not in it: the two arms read the partial indexes that hold
-  // them (see _jobs_budgets in the install script).
+  // In-flight jobs through the partial indexes that hold them (the two arms;
+  // they are not in the GIN index: see _jobs_budgets in the install script),
+  // parked ones by key through that GIN index; then by budget id.
   prepared(bound_in_flight_plan,
            "SELECT COALESCE(sum(c.cost), 0)::bigint FROM zizq._jobs j, "
            "unnest(j.budget_ids, j.budget_costs) AS c(budget_id, cost) "
