@@ -359,12 +359,14 @@ CREATE FUNCTION zizq._wake_dispatcher_at(at timestamptz) RETURNS void
   LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_wake_dispatcher_at';
 -- COST: evaluated after the cheap filters of its scan (a claim taken on a
 -- row another filter rejects would hide it from other workers meanwhile).
-CREATE FUNCTION zizq._claim(id bigint, priority integer, queue text) RETURNS boolean
+CREATE FUNCTION zizq._claim(id bigint, priority integer, queue text, seen tid DEFAULT '(0,0)', seen_xmax xid DEFAULT '0')
+  RETURNS boolean
   LANGUAGE c VOLATILE STRICT COST 100 AS 'MODULE_PATHNAME', 'zizq_claim';
 -- Dequeue's single statement for budgeted jobs: its filter claims and pays
 -- for a row; when it paid, for the row's dequeued_at (also in the statement
 -- that takes the jobs a walk chose).
-CREATE FUNCTION zizq._claim_paid(id bigint, priority integer, queue text, budget_ids integer[], budget_costs integer[])
+CREATE FUNCTION zizq._claim_paid(id bigint, priority integer, queue text, budget_ids integer[], budget_costs integer[],
+                                 seen tid DEFAULT '(0,0)', seen_xmax xid DEFAULT '0')
   RETURNS boolean
   LANGUAGE c VOLATILE STRICT COST 100 AS 'MODULE_PATHNAME', 'zizq_claim_paid';
 CREATE FUNCTION zizq._paid_at(id bigint) RETURNS timestamptz

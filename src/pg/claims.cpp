@@ -218,20 +218,28 @@ Datum zizq_unclaimed(PG_FUNCTION_ARGS) {
 // (floors.hpp, live raises). Claims the attempt does not take are released
 // at its end (dequeue.cpp, release_dropped_claims). A claim this backend
 // holds already answers true: a FOR UPDATE re-check (EvalPlanQual) of a
-// row updated since the snapshot evaluates the filter a second time.
+// row updated since the snapshot evaluates the filter a second time. The
+// row's ctid and xmax (arguments 4 and 5; '0' for xmax: not known) let it
+// refuse a version taken since the snapshot (row_versions.hpp).
 PG_FUNCTION_INFO_V1(zizq_claim);
 Datum zizq_claim(PG_FUNCTION_ARGS) {
-  PG_RETURN_BOOL(claim_for_take(PG_GETARG_INT64(0), PG_GETARG_INT32(1), PG_GETARG_TEXT_PP(2)) != TakeClaim::No);
+  RowVersion seen{};
+  bool known = PG_NARGS() >= 5;
+  if (known) seen = RowVersion{*reinterpret_cast<ItemPointer>(PG_GETARG_POINTER(3)), DatumGetTransactionId(PG_GETARG_DATUM(4))};
+  TakeClaim c = claim_for_take(PG_GETARG_INT64(0), PG_GETARG_INT32(1), PG_GETARG_TEXT_PP(2), known ? &seen : nullptr);
+  PG_RETURN_BOOL(c != TakeClaim::No);
 }
 
 }  // extern "C"
 
 namespace zizq::pg {
 
-TakeClaim claim_for_take(int64 id, int32 priority, const text *queue) {
+TakeClaim claim_for_take(int64 id, int32 priority, const text *queue, const RowVersion *seen) {
   zizq::core::JobKey key{priority, id};
   note_examined(key);
   note_met_by_take(key);
+  // As if another held its claim (Busy): the job is gone from the ready set.
+  if (seen != nullptr && taken_since_snapshot(*seen)) return TakeClaim::No;
   if (batch == nullptr) {
     batch_capacity = 256;
     batch = static_cast<int64 *>(MemoryContextAlloc(TopMemoryContext, batch_capacity * sizeof(int64)));

@@ -19,6 +19,7 @@
 #pragma once
 
 #include "pg/pg.hpp"
+#include "pg/row_versions.hpp"
 
 namespace zizq::pg {
 
@@ -66,9 +67,11 @@ void release_claimed_jobs(const ClaimedJob *jobs, int n, bool taken);
 // the job for the current attempt, noting its key (floors.hpp, examined
 // keys and live raises). Yes: claimed now (or untracked: the row lock
 // decides); Again: this attempt holds it already (a FOR UPDATE re-check of
-// a row updated since the snapshot asks twice); No: another holds it.
+// a row updated since the snapshot asks twice); No: another holds it, or
+// `seen` (the version the scan met; nullptr: not known) was taken since
+// the snapshot (row_versions.hpp).
 enum class TakeClaim { No, Yes, Again };
-TakeClaim claim_for_take(int64 id, int32 priority, const text *queue);
+TakeClaim claim_for_take(int64 id, int32 priority, const text *queue, const RowVersion *seen);
 
 // The claims made through zizq._claim() (SQL) by this backend's current
 // dequeue attempt: those not taken are dropped after the statement.

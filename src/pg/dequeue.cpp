@@ -172,7 +172,7 @@ SPIPlanPtr offered_plan = nullptr;
 #define ZIZQ_ONE_QUEUE(n) "queue >= $" #n " AND queue <= $" #n " "
 #define ZIZQ_FAST_TAKE(queue_qual, order)                                                                  \
   "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = clock_timestamp() WHERE id = ANY (ARRAY(SELECT id " \
-  "FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL " queue_qual "AND zizq._claim(id, priority, queue) "\
+  "FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL " queue_qual "AND zizq._claim(id, priority, queue, ctid, xmax) "\
   "ORDER BY " order " LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING " ZIZQ_TAKEN_COLUMNS
 
 enum class FastForm { AllQueues, OneQueue, OneQueueIndex };
@@ -252,11 +252,11 @@ SPIPlanPtr free_plan(bool all) {
   if (all)
     return prepared(free_all,
                     "SELECT id, priority, queue FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL "
-                    "AND zizq._claim(id, priority, queue) ORDER BY priority, id FOR UPDATE SKIP LOCKED",
+                    "AND zizq._claim(id, priority, queue, ctid, xmax) ORDER BY priority, id FOR UPDATE SKIP LOCKED",
                     {});
   return prepared(free_one,
                   "SELECT id, priority, queue FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL "
-                  "AND " ZIZQ_ONE_QUEUE(1) "AND zizq._claim(id, priority, queue) ORDER BY queue, priority, id FOR UPDATE SKIP LOCKED",
+                  "AND " ZIZQ_ONE_QUEUE(1) "AND zizq._claim(id, priority, queue, ctid, xmax) ORDER BY queue, priority, id FOR UPDATE SKIP LOCKED",
                   {TEXTOID});
 }
 
@@ -1061,7 +1061,7 @@ Cand row_candidate(int64 id, int32 priority, Datum ids, Datum costs, bool *ok) {
 // budgets is refused unclaimed; one of a budget with parked jobs, and every
 // row after it, is left to the walk. One whose budgets cannot pay is let go
 // at once, as the walk does, so that no other worker skips it meanwhile.
-bool claim_paid_row(int64 id, int32 priority, const text *queue, Datum ids, Datum costs) {
+bool claim_paid_row(int64 id, int32 priority, const text *queue, Datum ids, Datum costs, const RowVersion *seen) {
   PaidTake &t = paid_take;
   bool well_formed;
   if (t.npaid > 0 && id == t.last_paid) {
@@ -1084,7 +1084,7 @@ bool claim_paid_row(int64 id, int32 priority, const text *queue, Datum ids, Datu
     refuse(t, c, queue, /*claimed=*/false);
     return false;
   }
-  TakeClaim claim = claim_for_take(id, priority, queue);
+  TakeClaim claim = claim_for_take(id, priority, queue, seen);
   if (claim == TakeClaim::No) return false;
   if (claim == TakeClaim::Again) {
     const PaidJob *j = find_paid(id);
@@ -1113,7 +1113,7 @@ SPIPlanPtr budgeted_take_plan() {
                   "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = COALESCE(zizq._paid_at(id), clock_timestamp()) "
                   "WHERE id = ANY (ARRAY(SELECT id FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NOT NULL "
                   "AND NOT parked AND " ZIZQ_ONE_QUEUE(4) "AND (queue, priority, id) >= ($4, $5, $6) "
-                  "AND zizq._claim_paid(id, priority, queue, budget_ids, budget_costs) "
+                  "AND zizq._claim_paid(id, priority, queue, budget_ids, budget_costs, ctid, xmax) "
                   "ORDER BY queue, priority, id LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING " ZIZQ_TAKEN_COLUMNS,
                   {INT4OID, INT8OID, INT8OID, TEXTOID, INT4OID, INT8OID});
 }
@@ -1594,13 +1594,17 @@ Datum zizq_dequeue(PG_FUNCTION_ARGS) {
 PG_FUNCTION_INFO_V1(zizq_lease_ms);
 Datum zizq_lease_ms(PG_FUNCTION_ARGS) { PG_RETURN_INT64(lease_ms_of(PG_GETARG_INTERVAL_P(0))); }
 
-// zizq._claim_paid(id, priority, queue, budget_ids, budget_costs): the
-// filter of budgeted_fast_attempt's statement (see there).
+// zizq._claim_paid(id, priority, queue, budget_ids, budget_costs, ctid,
+// xmax): the filter of budgeted_fast_attempt's statement (see there; ctid
+// and xmax as in zizq._claim).
 PG_FUNCTION_INFO_V1(zizq_claim_paid);
 Datum zizq_claim_paid(PG_FUNCTION_ARGS) {
   if (!paid_take.active) elog(ERROR, "zizq._claim_paid is for zizq.dequeue's own statement");
+  RowVersion seen{};
+  bool known = PG_NARGS() >= 7;
+  if (known) seen = RowVersion{*reinterpret_cast<ItemPointer>(PG_GETARG_POINTER(5)), DatumGetTransactionId(PG_GETARG_DATUM(6))};
   PG_RETURN_BOOL(claim_paid_row(PG_GETARG_INT64(0), PG_GETARG_INT32(1), PG_GETARG_TEXT_PP(2), PG_GETARG_DATUM(3),
-                                PG_GETARG_DATUM(4)));
+                                PG_GETARG_DATUM(4), known ? &seen : nullptr));
 }
 
 // zizq._paid_at(id): when the job's budgets paid, for the UPDATE's

@@ -287,7 +287,7 @@ SELECT allocation FROM zizq.update_budget('two', '{"allocation": 2}');
 SET track_functions = 'all';
 BEGIN;
 SELECT type FROM zizq.dequeue(ARRAY['bt'], 10) ORDER BY id;
-SELECT pg_stat_get_xact_function_calls('zizq._claim_paid(bigint, integer, text, integer[], integer[])'::regprocedure) > 0
+SELECT pg_stat_get_xact_function_calls('zizq._claim_paid(bigint, integer, text, integer[], integer[], tid, xid)'::regprocedure) > 0
   AS one_statement;
 COMMIT;
 RESET track_functions;
@@ -320,11 +320,11 @@ SELECT allocation FROM zizq.update_budget('full', '{"allocation": 1}');
 SET track_functions = 'all';
 BEGIN;
 SELECT count(*) AS none FROM zizq.dequeue(ARRAY['bs']);
-SELECT pg_stat_get_xact_function_calls('zizq._claim_paid(bigint, integer, text, integer[], integer[])'::regprocedure)
+SELECT pg_stat_get_xact_function_calls('zizq._claim_paid(bigint, integer, text, integer[], integer[], tid, xid)'::regprocedure)
   AS rows_met \gset
 SELECT :rows_met >= 999 AS read_to_the_end;
 SELECT count(*) AS none_again FROM zizq.dequeue(ARRAY['bs']);
-SELECT pg_stat_get_xact_function_calls('zizq._claim_paid(bigint, integer, text, integer[], integer[])'::regprocedure)
+SELECT pg_stat_get_xact_function_calls('zizq._claim_paid(bigint, integer, text, integer[], integer[], tid, xid)'::regprocedure)
   = :rows_met AS left_to_the_walk;
 CREATE EXTENSION pgrowlocks;
 SELECT count(*) AS rows_we_lock FROM pgrowlocks('zizq._jobs') WHERE pg_backend_pid() = ANY (pids);
@@ -355,7 +355,7 @@ SELECT zizq._paid_at(1);
 -- to prepare its statement.
 SELECT count(*) AS taken FROM zizq.dequeue(ARRAY['armed']);
 BEGIN;
-ALTER FUNCTION zizq._claim_paid(bigint, integer, text, integer[], integer[]) RENAME TO _claim_paid_gone;
+ALTER FUNCTION zizq._claim_paid(bigint, integer, text, integer[], integer[], tid, xid) RENAME TO _claim_paid_gone;
 DO $$ BEGIN PERFORM FROM zizq.dequeue(ARRAY['armed']);
 EXCEPTION WHEN undefined_function THEN RAISE NOTICE 'its take statement failed to prepare'; END $$;
 ROLLBACK;
