@@ -225,7 +225,8 @@ PG_FUNCTION_INFO_V1(zizq_claim);
 Datum zizq_claim(PG_FUNCTION_ARGS) {
   RowVersion seen{};
   bool known = PG_NARGS() >= 5;
-  if (known) seen = RowVersion{*reinterpret_cast<ItemPointer>(PG_GETARG_POINTER(3)), DatumGetTransactionId(PG_GETARG_DATUM(4))};
+  if (known)
+    seen = RowVersion{*reinterpret_cast<ItemPointer>(PG_GETARG_POINTER(3)), DatumGetTransactionId(PG_GETARG_DATUM(4))};
   TakeClaim c = claim_for_take(PG_GETARG_INT64(0), PG_GETARG_INT32(1), PG_GETARG_TEXT_PP(2), known ? &seen : nullptr);
   PG_RETURN_BOOL(c != TakeClaim::No);
 }

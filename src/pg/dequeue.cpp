@@ -170,9 +170,10 @@ SPIPlanPtr offered_plan = nullptr;
 // form bounds the queue as a range, `queue >= $4 AND queue <= $4`, which
 // keeps `queue` in the order, so that only the per-queue index serves it.
 #define ZIZQ_ONE_QUEUE(n) "queue >= $" #n " AND queue <= $" #n " "
-#define ZIZQ_FAST_TAKE(queue_qual, order)                                                                  \
+#define ZIZQ_FAST_TAKE(queue_qual, order)                                                                     \
   "UPDATE zizq._jobs SET " ZIZQ_TAKE_SET ", dequeued_at = clock_timestamp() WHERE id = ANY (ARRAY(SELECT id " \
-  "FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL " queue_qual "AND zizq._claim(id, priority, queue, ctid, xmax) "\
+  "FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL " queue_qual                                 \
+  "AND zizq._claim(id, priority, queue, ctid, xmax) "                                                         \
   "ORDER BY " order " LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING " ZIZQ_TAKEN_COLUMNS
 
 enum class FastForm { AllQueues, OneQueue, OneQueueIndex };
@@ -256,7 +257,8 @@ SPIPlanPtr free_plan(bool all) {
                     {});
   return prepared(free_one,
                   "SELECT id, priority, queue FROM zizq._jobs WHERE status = 'ready' AND budget_ids IS NULL "
-                  "AND " ZIZQ_ONE_QUEUE(1) "AND zizq._claim(id, priority, queue, ctid, xmax) ORDER BY queue, priority, id FOR UPDATE SKIP LOCKED",
+                  "AND " ZIZQ_ONE_QUEUE(1) "AND zizq._claim(id, priority, queue, ctid, xmax) "
+                  "ORDER BY queue, priority, id FOR UPDATE SKIP LOCKED",
                   {TEXTOID});
 }
 
@@ -1602,7 +1604,8 @@ Datum zizq_claim_paid(PG_FUNCTION_ARGS) {
   if (!paid_take.active) elog(ERROR, "zizq._claim_paid is for zizq.dequeue's own statement");
   RowVersion seen{};
   bool known = PG_NARGS() >= 7;
-  if (known) seen = RowVersion{*reinterpret_cast<ItemPointer>(PG_GETARG_POINTER(5)), DatumGetTransactionId(PG_GETARG_DATUM(6))};
+  if (known)
+    seen = RowVersion{*reinterpret_cast<ItemPointer>(PG_GETARG_POINTER(5)), DatumGetTransactionId(PG_GETARG_DATUM(6))};
   PG_RETURN_BOOL(claim_paid_row(PG_GETARG_INT64(0), PG_GETARG_INT32(1), PG_GETARG_TEXT_PP(2), PG_GETARG_DATUM(3),
                                 PG_GETARG_DATUM(4), known ? &seen : nullptr));
 }
