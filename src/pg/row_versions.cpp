@@ -38,6 +38,8 @@ struct Successor {
 Successor successor_of(Relation rel, const RowVersion &seen) {
   Successor s{false, false, {}, InvalidTransactionId};
   ItemPointerData tid = seen.tid;
+  // (ReadBuffer of InvalidBlockNumber would extend the table.)
+  if (!BlockNumberIsValid(ItemPointerGetBlockNumber(&tid))) return s;
   Buffer buf = ReadBuffer(rel, ItemPointerGetBlockNumber(&tid));
   LockBuffer(buf, BUFFER_LOCK_SHARE);
   HeapTupleHeader h = tuple_at(buf, &tid);
@@ -47,22 +49,28 @@ Successor successor_of(Relation rel, const RowVersion &seen) {
     hinted = (h->t_infomask & HEAP_XMAX_COMMITTED) != 0;
     s.next = h->t_ctid;
     s.deleted = ItemPointerEquals(&s.next, &tid);
+    // Moved to another partition (not zizq's table; a next version unknown).
+    if (HeapTupleHeaderIndicatesMovedPartitions(h)) s.updater = InvalidTransactionId;
   }
   UnlockReleaseBuffer(buf);
   s.updated_by_commit = TransactionIdIsValid(s.updater) && committed(s.updater, hinted);
   return s;
 }
 
-// Whether the version at `tid`, made by `maker`, is a ready job; true when
-// that cannot be told (the slot reused or pruned).
+// Whether the version at `tid`, made by `maker`, may be a ready job: true
+// when it is, or when that cannot be told (the slot reused or pruned), or
+// when it was updated or deleted in turn (by a running transaction: FOR
+// UPDATE SKIP LOCKED passes it without a lock; by a committed one: the
+// chain goes on, perhaps to a ready version, which the row lock takes).
 bool ready_or_unknown(Relation rel, ItemPointer tid, TransactionId maker) {
   AttrNumber status = get_attnum(RelationGetRelid(rel), "status");
-  if (status == InvalidAttrNumber) return true;
+  if (status == InvalidAttrNumber || !BlockNumberIsValid(ItemPointerGetBlockNumber(tid))) return true;
   Buffer buf = ReadBuffer(rel, ItemPointerGetBlockNumber(tid));
   LockBuffer(buf, BUFFER_LOCK_SHARE);
   HeapTupleHeader h = tuple_at(buf, tid);
   bool ready = true;
-  if (h != nullptr && TransactionIdEquals(HeapTupleHeaderGetXmin(h), maker)) {
+  bool settled = h != nullptr && ((h->t_infomask & HEAP_XMAX_INVALID) || HEAP_XMAX_IS_LOCKED_ONLY(h->t_infomask));
+  if (settled && TransactionIdEquals(HeapTupleHeaderGetXmin(h), maker)) {
     HeapTupleData tuple;
     tuple.t_data = h;
     tuple.t_len = ItemIdGetLength(PageGetItemId(BufferGetPage(buf), ItemPointerGetOffsetNumber(tid)));
@@ -70,11 +78,12 @@ bool ready_or_unknown(Relation rel, ItemPointer tid, TransactionId maker) {
     tuple.t_tableOid = RelationGetRelid(rel);
     bool isnull = false;
     Datum d = heap_getattr(&tuple, status, RelationGetDescr(rel), &isnull);
-    if (!isnull) {
-      text *t = DatumGetTextPP(d);
-      ready = VARSIZE_ANY_EXHDR(t) == 5 && memcmp(VARDATA_ANY(t), "ready", 5) == 0;
-      if (reinterpret_cast<Pointer>(t) != DatumGetPointer(d)) pfree(t);
-    }
+    // Read in place: no detoasting under the buffer lock ("ready" is
+    // always stored inline and uncompressed; anything else counts as not
+    // known).
+    Pointer v = DatumGetPointer(d);
+    if (!isnull && !VARATT_IS_EXTERNAL(v) && !VARATT_IS_COMPRESSED(v))
+      ready = VARSIZE_ANY_EXHDR(v) == 5 && memcmp(VARDATA_ANY(v), "ready", 5) == 0;
   }
   UnlockReleaseBuffer(buf);
   return ready;

@@ -21,10 +21,11 @@ struct RowVersion {
 };
 
 // Whether `seen` was updated or deleted by a transaction that committed,
-// and the job's next version (if any) is not ready. False whenever that is
-// not certain (the updater still running or aborted, the chain pruned, the
-// next version ready or updated again): then the row lock and its re-check
-// decide, as before. A next version that is ready at the same key must be
+// and the job's next version (if any) is not ready and not updated or
+// deleted in turn. False whenever that is not certain (the updater still
+// running or aborted, the chain pruned, the next version ready or updated
+// again): then the row lock and its re-check decide, as before. (A commit
+// between this check and the row lock still leaves the lock behind.) A next version that is ready at the same key must be
 // left to them: an update that keeps a ready job at its key lowers no
 // scan floor at commit, so a scan that passed it unclaimed could leave it
 // below a floor. One that is not ready comes back only through a commit
