@@ -38,12 +38,6 @@ struct JobInsert {
 
 namespace {
 
-Oid jobs_relid() {
-  Oid relid = get_relname_relid("_jobs", get_namespace_oid("zizq", false));
-  if (!OidIsValid(relid)) elog(ERROR, "zizq: table zizq._jobs is missing");
-  return relid;
-}
-
 // Triggers on INSERT other than zizq's own jobs_inserted and
 // job_inserted_live (whose work the caller does) must fire, row or
 // statement ones, a user's audit trigger as much as a foreign key's.

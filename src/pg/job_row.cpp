@@ -67,6 +67,12 @@ HeapTuple job_tuple_id_only(HeapTuple full) {
   return heap_form_tuple(desc, values, nulls);
 }
 
+Oid jobs_relid() {
+  Oid relid = get_relname_relid("_jobs", get_namespace_oid("zizq", false));
+  if (!OidIsValid(relid)) elog(ERROR, "zizq: table zizq._jobs is missing");
+  return relid;
+}
+
 AttrNumber job_column(TupleDesc table, const char *name) {
   int attnum = SPI_fnumber(table, name);
   if (attnum <= 0) elog(ERROR, "zizq: zizq._jobs has no column \"%s\"", name);

@@ -22,6 +22,9 @@ HeapTuple job_tuple_from_spi(uint64 row, int first_col, bool duplicate);
 // not read.
 HeapTuple job_tuple_id_only(HeapTuple full);
 
+// zizq._jobs's OID; raises if the table is missing.
+Oid jobs_relid();
+
 // The attribute number of zizq._jobs column `name` in `table`, the
 // table's descriptor; raises if there is none.
 AttrNumber job_column(TupleDesc table, const char *name);

@@ -2,9 +2,10 @@
 // row_versions.hpp).
 #include "pg/row_versions.hpp"
 
+#include "pg/job_row.hpp"
+
 extern "C" {
 #include "access/table.h"
-#include "catalog/namespace.h"
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
 }
@@ -63,8 +64,8 @@ Successor successor_of(Relation rel, const RowVersion &seen) {
 // UPDATE SKIP LOCKED passes it without a lock; by a committed one: the
 // chain goes on, perhaps to a ready version, which the row lock takes).
 bool ready_or_unknown(Relation rel, ItemPointer tid, TransactionId maker) {
-  AttrNumber status = get_attnum(RelationGetRelid(rel), "status");
-  if (status == InvalidAttrNumber || !BlockNumberIsValid(ItemPointerGetBlockNumber(tid))) return true;
+  if (!BlockNumberIsValid(ItemPointerGetBlockNumber(tid))) return true;
+  AttrNumber status = job_column(RelationGetDescr(rel), "status");
   Buffer buf = ReadBuffer(rel, ItemPointerGetBlockNumber(tid));
   LockBuffer(buf, BUFFER_LOCK_SHARE);
   HeapTupleHeader h = tuple_at(buf, tid);
@@ -94,9 +95,7 @@ bool ready_or_unknown(Relation rel, ItemPointer tid, TransactionId maker) {
 bool taken_since_snapshot(const RowVersion &seen) {
   // Never updated, deleted or locked: nearly every row a scan meets.
   if (!TransactionIdIsValid(seen.raw_xmax)) return false;
-  Oid relid = get_relname_relid("_jobs", get_namespace_oid("zizq", false));
-  if (!OidIsValid(relid)) return false;
-  Relation rel = table_open(relid, NoLock);  // the scanning statement holds its lock
+  Relation rel = table_open(jobs_relid(), NoLock);  // the scanning statement holds its lock
   Successor s = successor_of(rel, seen);
   bool taken = s.updated_by_commit && (s.deleted || !ready_or_unknown(rel, &s.next, s.updater));
   table_close(rel, NoLock);
