@@ -638,7 +638,6 @@ Stream read_offers(const Request &r) {
 
 struct Walk {
   const Request *req;
-  int64 now;
   int64 grace_us;
 };
 
@@ -660,20 +659,25 @@ bool candidate_parked_ahead(const Cand &c, const core::Binding &binding) {
   return parked_ahead(binding.budget, counts, c.queue, c.priority, c.id);
 }
 
-// Debits every budget of the candidate or none.
+// Debits every budget of the candidate or none, as of now: the instant
+// recorded as the job's dequeued_at. Not as of the look's start: a look
+// that waited since (for a lock, for the CPU) would be charged for tokens
+// as they were then, and the tokens that dripped meanwhile would go to the
+// next dequeue as well: two jobs at once where the budget allows one
+// (test/isolation/specs/debit_instant.spec).
 bool debit_all(const Cand &c, const Walk &w, TimestampTz *paid_at) {
   reserve_ops(c.nbindings);
   bool ok = true;
   LWLockAcquire(shared->budget_lock, LW_EXCLUSIVE);
+  int64 now = monotonic_us();
   BudgetEntry *entries[core::kMaxBindings];
   for (int k = 0; k < c.nbindings && ok; ++k) {
     entries[k] = find_budget(c.bindings[k].budget);
-    ok = entries[k] != nullptr &&
-         core::can_pay(entries[k]->policy, entries[k]->tokens, c.bindings[k].cost, w.now);
+    ok = entries[k] != nullptr && core::can_pay(entries[k]->policy, entries[k]->tokens, c.bindings[k].cost, now);
   }
   if (ok) {
     for (int k = 0; k < c.nbindings; ++k) {
-      core::debit(entries[k]->policy, entries[k]->tokens, c.bindings[k].cost, w.now, w.grace_us);
+      core::debit(entries[k]->policy, entries[k]->tokens, c.bindings[k].cost, now, w.grace_us);
       record_debit(c.bindings[k].budget, c.bindings[k].cost);
     }
     *paid_at = GetCurrentTimestamp();  // under the lock: in the order the tokens went
@@ -1190,7 +1194,7 @@ uint64 budgeted_fast_attempt(const Request &r, Tuplestorestate *store, TupleDesc
   if (!floor_start(r.queues[0], core::FloorKind::Free).nothing_ready()) return 0;
   FloorStart start = floor_start(r.queues[0], core::FloorKind::Budgeted);
   if (start.nothing_ready()) return 0;
-  Walk walk{&r, monotonic_us(), int64(guc_dispatch_grace_ms) * 1000};
+  Walk walk{&r, int64(guc_dispatch_grace_ms) * 1000};
   Datum args[6] = {Int32GetDatum(r.max_jobs), Int64GetDatum(r.session), Int64GetDatum(r.lease_ms),
                    CStringGetTextDatum(r.queues[0]), Int32GetDatum(start.view.floor.priority),
                    Int64GetDatum(start.view.floor.id)};
@@ -1270,7 +1274,7 @@ uint64 attempt(const Request &r, Tuplestorestate *store, TupleDesc desc, bool *l
   Cand *taken = static_cast<Cand *>(palloc(sizeof(Cand) * r.max_jobs));
   Cand *refused = static_cast<Cand *>(palloc(sizeof(Cand) * most_considered));
   int nfree = 0, ntaken = 0, nrefused = 0, considered = 0;
-  Walk walk{&r, monotonic_us(), int64(guc_dispatch_grace_ms) * 1000};
+  Walk walk{&r, int64(guc_dispatch_grace_ms) * 1000};
   FreeStreams fs = open_free(r);
 
   while (nfree + ntaken < r.max_jobs && considered < most_considered) {
