@@ -5,6 +5,7 @@
 // dequeue leaves no trace).
 #pragma once
 
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -21,7 +22,9 @@ struct Change {
 };
 
 inline void install_history(client::Conn &c) {
+  // One implicit transaction: SET LOCAL quiets the DROP ... IF EXISTS notices.
   c.exec(R"(
+    SET LOCAL client_min_messages = warning;
     CREATE TABLE IF NOT EXISTS public.zizq_test_history (
       job bigint, from_status text, to_status text, at timestamptz DEFAULT clock_timestamp(),
       budget_ids integer[], budget_costs integer[]);
@@ -45,6 +48,34 @@ inline void install_history(client::Conn &c) {
       FOR EACH ROW EXECUTE FUNCTION public.zizq_test_record();
     TRUNCATE public.zizq_test_history;)");
 }
+
+inline void remove_history(client::Conn &c) {
+  c.exec(R"(
+    DROP TRIGGER IF EXISTS zizq_test_history ON zizq._jobs;
+    DROP FUNCTION IF EXISTS public.zizq_test_record();
+    DROP TABLE IF EXISTS public.zizq_test_history;)");
+}
+
+// Installs the history trigger for its lifetime. The trigger would
+// otherwise stay on the cluster after the test and slow down whatever runs
+// there next (a benchmark on a developer's cluster paid ~25 % of a drain's
+// CPU for it), so it is removed on every way out, failures included.
+class HistoryRecorder {
+ public:
+  explicit HistoryRecorder(client::Conn &c) : conn_(c) { install_history(c); }
+  ~HistoryRecorder() {
+    try {
+      remove_history(conn_);
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "could not remove the history trigger: %s\n", e.what());
+    }
+  }
+  HistoryRecorder(const HistoryRecorder &) = delete;
+  HistoryRecorder &operator=(const HistoryRecorder &) = delete;
+
+ private:
+  client::Conn &conn_;
+};
 
 inline std::vector<int32_t> int_array(const std::string &text) {
   std::vector<int32_t> out;

@@ -241,7 +241,7 @@ int main(int argc, char **argv) {
   try {
     Conn c;
     c.exec("SELECT zizq.reset()");
-    zizq::test::install_history(c);
+    zizq::test::HistoryRecorder recorder(c);
     for (auto &b : budgets) {
       std::string sql = "SELECT zizq.define_budget('" + b.key + "', " + std::to_string(b.allocation) + ", '" +
                         (b.time_based ? "time_based" : "while_in_flight") + "'" +

@@ -84,7 +84,7 @@ struct Run {
 };
 
 Run replay(Conn &c, const std::string &queue, int jobs, int job_ms, const std::string &budget) {
-  zizq::test::install_history(c);
+  zizq::test::HistoryRecorder recorder(c);
   run_workers(c, queue, 16, jobs, job_ms, [&] {
     c.exec("TRUNCATE public.zizq_test_history");  // the warm-up's
     c.exec("SELECT count(*) FROM zizq.enqueue_many((SELECT jsonb_agg(jsonb_build_object('queue', $1::text, "
