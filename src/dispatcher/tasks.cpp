@@ -545,8 +545,8 @@ SPIPlanPtr heads_plan(int k) {
              " UNION ALL"
              " SELECT (SELECT queue FROM zizq._jobs WHERE %s AND queue > q.queue ORDER BY queue LIMIT 1)"
              " FROM q WHERE q.queue IS NOT NULL)"
-             " SELECT h.id, h.priority, h.queue, h.budget_ids, h.budget_costs FROM q, LATERAL"
-             " (SELECT id, priority, queue, budget_ids, budget_costs FROM zizq._jobs WHERE %s AND queue = q.queue"
+             " SELECT h.id, h.priority, h.queue, h.budget_ids, h.budget_costs, h.xmin FROM q, LATERAL"
+             " (SELECT id, priority, queue, budget_ids, budget_costs, xmin FROM zizq._jobs WHERE %s AND queue = q.queue"
              "  ORDER BY budget_ids[%d], queue, priority, id LIMIT $2) h WHERE q.queue IS NOT NULL",
              cond, cond, cond, k + 1);
   }
@@ -559,6 +559,7 @@ struct LineJob {
   char *queue;
   int nbindings;
   core::Binding bindings[core::kMaxBindings];
+  TransactionId xmin;  // the row version read
 };
 
 bool line_order(const LineJob &a, const LineJob &b) {
@@ -591,6 +592,9 @@ int read_lines(int32 budget, const int32 counts[core::kMaxBindings], LineJob **o
       int nc = nb == 0 ? 0 : array_int4(cost_array, &costs);
       j.nbindings = ZZ_MIN(ZZ_MIN(nb, nc), core::kMaxBindings);
       for (int b = 0; b < j.nbindings; ++b) j.bindings[b] = core::Binding{ids[b], costs[b]};
+      bool xmin_null = false;
+      Datum xmin = column(i, 6, &xmin_null);
+      j.xmin = xmin_null ? InvalidTransactionId : DatumGetTransactionId(xmin);
     }
   }
   std::sort(jobs, jobs + n, line_order);
@@ -800,6 +804,8 @@ bool post_planned(const LineJob &j, int32 line_budget, bool standby) {
   o.line_budget = line_budget;
   o.nbindings = j.nbindings;
   memcpy(o.bindings, j.bindings, sizeof o.bindings);
+  o.xmin = j.xmin;
+  if (strlen(j.queue) < sizeof o.queue) strcpy(o.queue, j.queue);  // else "" (Offer{} zeroed it)
   BudgetEntry *b = find_budget(line_budget);
   o.park_version = b ? b->park_version : 0;
   return post_offer(o);

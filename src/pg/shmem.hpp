@@ -81,6 +81,14 @@ struct BudgetEntry {
 // first head its budgets cannot pay yet, so that the release or the refill
 // that makes it affordable wakes a worker straight away, without waiting
 // for the dispatcher to read the line.
+//
+// The offer also carries the row version the dispatcher read (its xmin) and
+// the job's queue, so that a woken worker can take the job without reading
+// it again: the take locks the row only while it is still that version,
+// which was ready, parked and bound as the offer says (a later change is a
+// later transaction's, with another xmin).
+constexpr int kOfferQueueBytes = 64;
+
 struct Offer {
   int64 job_id;  // 0: free slot
   bool standby;  // not affordable when posted; not counted in offered_cost
@@ -90,6 +98,8 @@ struct Offer {
   uint32 park_version;    // that budget's version when offered
   int32 nbindings;
   core::Binding bindings[core::kMaxBindings];
+  TransactionId xmin;             // InvalidTransactionId: not known (read the row)
+  char queue[kOfferQueueBytes];   // "" when the name does not fit (read the row)
 };
 
 struct Waiter {
