@@ -375,6 +375,8 @@ CREATE FUNCTION zizq._unclaimed(id bigint, priority integer, queue text) RETURNS
   LANGUAGE c VOLATILE STRICT COST 100 AS 'MODULE_PATHNAME', 'zizq_unclaimed';
 CREATE FUNCTION zizq._offered(id bigint) RETURNS boolean
   LANGUAGE c VOLATILE STRICT AS 'MODULE_PATHNAME', 'zizq_offered';
+CREATE FUNCTION zizq._direct_takes() RETURNS bigint
+  LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'zizq_direct_takes';
 CREATE FUNCTION zizq._policy(key text, allocation integer, strategy text, duration_ms bigint, burst integer)
   RETURNS jsonb LANGUAGE c IMMUTABLE AS 'MODULE_PATHNAME', 'zizq_policy';
 CREATE FUNCTION zizq._policy_patch(key text, current jsonb, patch jsonb)

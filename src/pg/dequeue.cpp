@@ -11,8 +11,9 @@
 // Budgeted and offered candidates go through core::admit (blocked lines,
 // parked jobs ahead, all-or-nothing debit). One statement then locks the
 // taken ones (SKIP LOCKED, and only while still the row version the walk
-// read) and makes them in_flight with the free ones; one another worker got
-// first, or that changed meanwhile, is refunded. Budgeted jobs refused are
+// read) and makes them in_flight with the free ones (a hand-off's one job
+// goes without a statement where it may: job_take.hpp); one another worker
+// got first, or that changed meanwhile, is refunded. Budgeted jobs refused are
 // handed to the dispatcher to park, so later dequeues do not walk them again.
 //
 // With nothing budgeted in sight (the common case) the whole dequeue is one
@@ -34,6 +35,7 @@
 
 #include "pg/errors.hpp"
 #include "pg/job_row.hpp"
+#include "pg/job_take.hpp"
 #include "pg/lines.hpp"
 #include "pg/pg.hpp"
 #include "pg/claims.hpp"
@@ -907,9 +909,30 @@ uint64 record_taken(const Request &r, const TakeList &list, uint64 rows, bool *t
   return rows;
 }
 
-// One job: its debit instant is a parameter (NULL for a free job).
+// A job take_job_directly decided on, taken or not.
+uint64 record_taken_directly(const Request &r, DirectTake outcome, HeapTuple job, const char *queue, bool *taken,
+                             Tuplestorestate *store) {
+  taken[0] = outcome == DirectTake::kTaken;
+  if (!taken[0]) return 0;
+  reserve_ops(2);
+  record_wake_on_abort(queue_hash(queue, strlen(queue)), 1);
+  if (r.leased) at_commit_wake_dispatcher_before(GetCurrentTimestamp() + r.lease_ms * 1000);
+  tuplestore_puttuple(store, job);
+  return 1;
+}
+
+// One job: its debit instant is a parameter (NULL for a free job). A paid
+// one at a known row version goes without the statement where it may
+// (job_take.hpp).
 uint64 take_one(const Request &r, const TakeList &list, bool *taken, Tuplestorestate *store, TupleDesc desc) {
   bool paid = list.paid_at[0] != DT_NOBEGIN;
+  if (paid) {
+    HeapTuple job = nullptr;
+    char *queue = nullptr;
+    TakeRequest req{list.ids[0], list.seen[0], list.paid_at[0], r.leased, r.lease_ms, r.session};
+    DirectTake outcome = take_job_directly(req, &job, &queue);
+    if (outcome != DirectTake::kByStatement) return record_taken_directly(r, outcome, job, queue, taken, store);
+  }
   Datum args[5] = {Int64GetDatum(list.ids[0]), Int64GetDatum(r.session), Int64GetDatum(r.lease_ms),
                    TransactionIdGetDatum(list.seen[0]), paid ? TimestampTzGetDatum(list.paid_at[0]) : 0};
   char nulls[5] = {' ', r.leased ? 'n' : ' ', r.leased ? ' ' : 'n', ' ', paid ? ' ' : 'n'};

@@ -3,6 +3,7 @@
 // (src/backend/commands/copyfrom.c), for one table and without triggers.
 #include "pg/job_insert.hpp"
 #include "pg/job_row.hpp"
+#include "pg/job_write.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -108,7 +109,7 @@ struct Kept {
 };
 
 Kept kept = {};
-int inserts_in_progress = 0;
+int writes_in_progress = 0;  // direct inserts and takes (job_write.hpp)
 
 void on_relcache_invalidation(Datum, Oid relid) {
   if (kept.cxt == nullptr || kept.stale) return;
@@ -129,9 +130,9 @@ void forget_kept() {
   kept = Kept{};
 }
 
-// Whether this call is the only insert in progress (and may use the kept
-// state).
-bool alone() { return inserts_in_progress == 1; }
+// Whether this call is the only direct write in progress (and may use the
+// kept state).
+bool alone() { return writes_in_progress == 1; }
 
 bool kept_usable(Relation rel) {
   return kept.cxt != nullptr && kept.complete && !kept.stale && kept.relid == RelationGetRelid(rel) &&
@@ -240,30 +241,6 @@ void open_indexes(ResultRelInfo *rri) {
   list_free(index_oids);
 }
 
-// The result relation as the executor sets one up for an INSERT: a range
-// table of one entry, the relation locked and opened, its indexes opened.
-ResultRelInfo *open_result_relation(EState *estate, Oid relid) {
-  LockRelationOid(relid, RowExclusiveLock);
-  RangeTblEntry *rte = makeNode(RangeTblEntry);
-  rte->rtekind = RTE_RELATION;
-  rte->relid = relid;
-  rte->relkind = RELKIND_RELATION;
-  rte->rellockmode = RowExclusiveLock;
-  rte->requiredPerms = ACL_INSERT;
-  ExecInitRangeTable(estate, list_make1(rte));
-  ResultRelInfo *rri = makeNode(ResultRelInfo);
-  ExecInitResultRelation(estate, rri, 1);
-  open_indexes(rri);
-  return rri;
-}
-
-void close_executor_state(EState *estate) {
-  ExecResetTupleTable(estate->es_tupleTable, false);
-  ExecCloseResultRelations(estate);
-  ExecCloseRangeTableRelations(estate);
-  FreeExecutorState(estate);
-}
-
 // attnums[k] is columns[k]'s attribute; given[a]: attribute a+1 is one of them.
 void find_columns(TupleDesc desc, const char *const *columns, int ncolumns, AttrNumber *attnums, bool *given) {
   for (int k = 0; k < ncolumns; ++k) {
@@ -305,6 +282,35 @@ ExprState **defaults_for(Relation rel, const bool *given, EState *estate) {
 
 }  // namespace
 
+void begin_direct_write() { ++writes_in_progress; }
+
+void end_direct_write() { --writes_in_progress; }
+
+// The result relation as the executor sets one up for an INSERT or an
+// UPDATE: a range table of one entry, the relation locked and opened, its
+// indexes opened.
+ResultRelInfo *open_result_relation(EState *estate, Oid relid, AclMode perms) {
+  LockRelationOid(relid, RowExclusiveLock);
+  RangeTblEntry *rte = makeNode(RangeTblEntry);
+  rte->rtekind = RTE_RELATION;
+  rte->relid = relid;
+  rte->relkind = RELKIND_RELATION;
+  rte->rellockmode = RowExclusiveLock;
+  rte->requiredPerms = perms;
+  ExecInitRangeTable(estate, list_make1(rte));
+  ResultRelInfo *rri = makeNode(ResultRelInfo);
+  ExecInitResultRelation(estate, rri, 1);
+  open_indexes(rri);
+  return rri;
+}
+
+void close_executor_state(EState *estate) {
+  ExecResetTupleTable(estate->es_tupleTable, false);
+  ExecCloseResultRelations(estate);
+  ExecCloseRangeTableRelations(estate);
+  FreeExecutorState(estate);
+}
+
 JobInsert *begin_job_insert(const char *const *columns, int ncolumns, int capacity) {
   // What an INSERT statement checks before it runs.
   PreventCommandIfReadOnly("INSERT");
@@ -318,10 +324,10 @@ JobInsert *begin_job_insert(const char *const *columns, int ncolumns, int capaci
   Oid relid = jobs_relid();
   AclResult acl = pg_class_aclcheck(relid, GetUserId(), ACL_INSERT);
   if (acl != ACLCHECK_OK) aclcheck_error(acl, OBJECT_TABLE, get_rel_name(relid));
-  ++inserts_in_progress;
+  begin_direct_write();
   EState *estate = CreateExecutorState();
   MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
-  ResultRelInfo *rri = open_result_relation(estate, relid);
+  ResultRelInfo *rri = open_result_relation(estate, relid, ACL_INSERT);
   TupleDesc desc = RelationGetDescr(rri->ri_RelationDesc);
   bool *given = static_cast<bool *>(palloc0(sizeof(bool) * desc->natts));
   AttrNumber *attnums = static_cast<AttrNumber *>(palloc(sizeof(AttrNumber) * ncolumns));
@@ -329,7 +335,7 @@ JobInsert *begin_job_insert(const char *const *columns, int ncolumns, int capaci
   if (!stored_as_an_insert_would(rri, given)) {
     MemoryContextSwitchTo(old);
     close_executor_state(estate);
-    --inserts_in_progress;
+    end_direct_write();
     return nullptr;
   }
   JobInsert *ins = static_cast<JobInsert *>(palloc0(sizeof(JobInsert)));
@@ -406,7 +412,7 @@ TupleTableSlot *job_insert_row(const JobInsert *ins, int i) { return ins->slots[
 void end_job_insert(JobInsert *ins) {
   for (int i = 0; i < ins->capacity && ins->slots[i] != nullptr; ++i) ExecDropSingleTupleTableSlot(ins->slots[i]);
   close_executor_state(ins->estate);
-  --inserts_in_progress;
+  end_direct_write();
   // Later commands of the transaction (and of this function) see the rows.
   CommandCounterIncrement();
 }
@@ -415,7 +421,7 @@ void end_of_transaction_job_inserts() {
   // A call that raised an error never reached end_job_insert (one caught in
   // a subtransaction leaves the later calls of the transaction to make
   // their own state, which is slower, not wrong).
-  inserts_in_progress = 0;
+  writes_in_progress = 0;
 }
 
 }  // namespace zizq::pg

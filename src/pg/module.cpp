@@ -26,6 +26,7 @@ double guc_backoff_exponent = 4;
 int guc_backoff_jitter_ms = 30000;
 int guc_completed_retention_ms = 0;
 bool guc_direct_enqueue = true;
+bool guc_direct_take = true;
 int guc_dead_retention_ms = 7 * 24 * 3600 * 1000;
 int guc_dispatch_grace_ms = 5;
 bool guc_fixed_malloc_thresholds = true;
@@ -99,6 +100,10 @@ void define_gucs() {
                            "Off: every enqueue runs an INSERT statement, which executor hooks see (pgaudit, "
                            "pg_stat_statements with track = all, auto_explain).",
                            &guc_direct_enqueue, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+  DefineCustomBoolVariable("zizq.direct_take", "Takes a hand-off's job without an UPDATE statement.",
+                           "Off: every dequeue takes its jobs with UPDATE statements, which executor hooks see "
+                           "(pgaudit, pg_stat_statements with track = all, auto_explain).",
+                           &guc_direct_take, true, PGC_SUSET, 0, nullptr, nullptr, nullptr);
   MarkGUCPrefixReserved("zizq");
 }
 

@@ -87,6 +87,7 @@ extern double guc_backoff_exponent;
 extern int guc_backoff_jitter_ms;
 extern int guc_completed_retention_ms;
 extern bool guc_direct_enqueue;
+extern bool guc_direct_take;
 extern int guc_dead_retention_ms;
 extern int guc_dispatch_grace_ms;
 

@@ -10,6 +10,7 @@
 #include "pg/pg.hpp"
 #include "pg/shmem.hpp"
 #include "pg/spi.hpp"
+#include "pg/triggers.hpp"
 #include "pg/floors.hpp"
 #include "pg/lines.hpp"
 #include "pg/xact.hpp"
@@ -131,19 +132,12 @@ void announce_ready(const Row &row, const JobAttrs &a) {
 }
 
 }  // namespace
-}  // namespace zizq::pg
 
-using namespace zizq::pg;
-
-extern "C" {
-
-PG_FUNCTION_INFO_V1(zizq_trg_job_update);
-Datum zizq_trg_job_update(PG_FUNCTION_ARGS) {
-  TriggerData *td = trigger_data(fcinfo, "zizq_trg_job_update");
-  if (shared == nullptr) return PointerGetDatum(td->tg_newtuple);
-  const JobAttrs &a = attrs_of(td->tg_relation);
-  TupleDesc desc = RelationGetDescr(td->tg_relation);
-  Row old{td->tg_trigtuple, desc}, now{td->tg_newtuple, desc};
+HeapTuple job_update_rules(Relation rel, HeapTuple old_tuple, HeapTuple new_tuple) {
+  if (shared == nullptr) return new_tuple;
+  const JobAttrs &a = attrs_of(rel);
+  TupleDesc desc = RelationGetDescr(rel);
+  Row old{old_tuple, desc}, now{new_tuple, desc};
 
   if (old.is_status(a.status, "in_flight") && !now.is_status(a.status, "in_flight") && !old.is_null(a.budget_ids))
     release_at_commit(old, a);
@@ -166,7 +160,19 @@ Datum zizq_trg_job_update(PG_FUNCTION_ARGS) {
   if (now.is_status(a.status, "ready") && !now.flag(a.parked) &&
       (!old.is_status(a.status, "ready") || was_parked || moved))
     announce_ready(now, a);
-  return PointerGetDatum(now.tuple);
+  return now.tuple;
+}
+
+}  // namespace zizq::pg
+
+using namespace zizq::pg;
+
+extern "C" {
+
+PG_FUNCTION_INFO_V1(zizq_trg_job_update);
+Datum zizq_trg_job_update(PG_FUNCTION_ARGS) {
+  TriggerData *td = trigger_data(fcinfo, "zizq_trg_job_update");
+  return PointerGetDatum(job_update_rules(td->tg_relation, td->tg_trigtuple, td->tg_newtuple));
 }
 
 PG_FUNCTION_INFO_V1(zizq_trg_job_delete);

@@ -70,5 +70,42 @@ is(scalar(grep { /AUDIT: OBJECT,\d+,\d+,WRITE,INSERT,TABLE,zizq\._jobs,"INSERT I
 is($node->safe_psql('postgres', q{SELECT count(*) FROM zizq.jobs WHERE queue = 'audited'}),
 	'12', 'every enqueue stored its jobs');
 
+# A hand-off's take (job_take.cpp) runs no UPDATE statement either, unless
+# zizq.direct_take is off. One token, three jobs: the first runs, a look
+# parks the others, and each complete makes the next one the line's offer
+# (leased: each psql call is a session of its own, and the jobs of ended
+# sessions go back to ready).
+$node->safe_psql('postgres', q{
+	SELECT zizq.define_budget('audited-one', 1, 'while_in_flight');
+	SELECT zizq.enqueue_many((SELECT jsonb_agg(jsonb_build_object('queue', 'handed', 'type', 't' || i,
+		'budgets', jsonb_build_array(jsonb_build_object('key', 'audited-one')))) FROM generate_series(1, 3) i));
+});
+my $first = $node->safe_psql('postgres', q{SELECT id FROM zizq.dequeue(ARRAY['handed'], lease => '1 hour')});
+$node->safe_psql('postgres', q{SELECT count(*) FROM zizq.dequeue(ARRAY['handed'], lease => '1 hour')});
+
+sub offer_after
+{
+	my ($done) = @_;
+	$node->poll_query_until('postgres', "SELECT parked FROM zizq._jobs WHERE id = $done + 1")
+	  or die "job $done + 1 was not parked";
+	$node->safe_psql('postgres', "SELECT zizq.complete($done)");
+	$node->poll_query_until('postgres', "SELECT zizq._offered($done + 1)")
+	  or die "job $done + 1 was not offered";
+}
+
+my $take = q{SELECT zizq._direct_takes() AS before \gset
+	SELECT id FROM zizq.dequeue(ARRAY['handed'], lease => '1 hour');
+	SELECT format('DO $d$ BEGIN RAISE LOG %L; END $d$', 'direct takes: ' || zizq._direct_takes() - :before) \gexec};
+offer_after($first);
+my @take = audit_lines_of($take);
+is(scalar(grep { /UPDATE zizq\._jobs/ } @take), 0, 'a direct take calls no executor hook')
+  or diag join("\n", @take);
+offer_after($first + 1);
+@take = audit_lines_of("SET zizq.direct_take = off;\n$take");
+is(scalar(grep { /AUDIT: SESSION,\d+,\d+,WRITE,UPDATE,,,"UPDATE zizq\._jobs/ } @take),
+	1, "with zizq.direct_take off, the session log shows the take's UPDATE")
+  or diag join("\n", @take);
+like(slurp_file($node->logfile), qr/direct takes: 1.*direct takes: 0/s, 'the first take was direct, the second not');
+
 $node->stop;
 done_testing();

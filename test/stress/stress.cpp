@@ -87,8 +87,11 @@ std::string random_jobs(int n, std::mt19937 &rng) {
   return json + "]";
 }
 
+// How many jobs a session took without a take statement (job_take.cpp).
+long direct_takes_of(Conn &conn) { return conn.exec("SELECT zizq._direct_takes()").num(0, 0); }
+
 // One worker's life: take jobs, sometimes roll back, process, finish them.
-void work(int seed, double deadline, std::atomic<bool> &stop, std::atomic<long> &drops) {
+void work(int seed, double deadline, std::atomic<bool> &stop, std::atomic<long> &drops, std::atomic<long> &direct) {
   std::mt19937 rng(seed);
   auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
   const char *queue_sets[] = {"NULL", "ARRAY['q0']", "ARRAY['q1','q2']", "ARRAY['q2','q0','q1']", "ARRAY['q1']"};
@@ -119,6 +122,7 @@ void work(int seed, double deadline, std::atomic<bool> &stop, std::atomic<long> 
       conn->exec("COMMIT");
       if (r.rows() > 0 && chance(0.03)) {
         // The worker dies holding its jobs; its session (or lease) ends.
+        direct += direct_takes_of(*conn);
         conn->close();
         conn = std::make_unique<Conn>();
         ++drops;
@@ -142,6 +146,7 @@ void work(int seed, double deadline, std::atomic<bool> &stop, std::atomic<long> 
       conn = std::make_unique<Conn>();
     }
   }
+  direct += direct_takes_of(*conn);
 }
 
 // --free: enqueues `jobs` more in batches of 1-5 while the workers run; one
@@ -256,9 +261,9 @@ int main(int argc, char **argv) {
 
     double start = now_s(), deadline = start + seconds;
     std::atomic<bool> stop{false}, produced{later == 0};
-    std::atomic<long> drops{0};
+    std::atomic<long> drops{0}, direct{0};
     std::vector<std::thread> threads;
-    for (int w = 0; w < workers; ++w) threads.emplace_back(work, seed * 100 + w, deadline, std::ref(stop), std::ref(drops));
+    for (int w = 0; w < workers; ++w) threads.emplace_back(work, seed * 100 + w, deadline, std::ref(stop), std::ref(drops), std::ref(direct));
     std::thread producer([&] {
       if (later > 0) produce(later, seed + 1);
       produced = true;
@@ -286,6 +291,10 @@ int main(int argc, char **argv) {
                " unfinished");
     auto state = c.exec("SELECT count(*) FROM zizq.budget_state WHERE in_flight_cost <> 0");
     expect(state.num(0, 0) == 0, "no budget keeps in-flight cost once everything finished");
+    // The history trigger fires AFTER each update: the hand-offs' direct
+    // takes run under it (job_take.cpp), and must be among what was checked.
+    if (!free_only)
+      expect(direct.load() > 0, "hand-offs took jobs without a statement: " + std::to_string(direct.load()));
   } catch (const std::exception &e) {
     std::fprintf(stderr, "stress: %s\n", e.what());
     return 2;
