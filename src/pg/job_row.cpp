@@ -91,6 +91,13 @@ void job_columns_of(TupleDesc table, AttrNumber *attnums) {
   if (i != kJobColumns) elog(ERROR, "zizq: ZIZQ_JOB_COLUMNS names %d columns, not %d", i, kJobColumns);
 }
 
+bool job_columns_match(TupleDesc table, const AttrNumber *attnums) {
+  TupleDesc job = job_desc();
+  for (int i = 0; i < kJobColumns; ++i)
+    if (TupleDescAttr(table, attnums[i] - 1)->atttypid != TupleDescAttr(job, i)->atttypid) return false;
+  return true;
+}
+
 HeapTuple job_tuple_from_row(const Datum *row, const bool *row_nulls, const AttrNumber *attnums, bool duplicate) {
   Datum values[kJobColumns + 1];
   bool nulls[kJobColumns + 1];

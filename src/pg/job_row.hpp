@@ -33,6 +33,11 @@ AttrNumber job_column(TupleDesc table, const char *name);
 // the table's descriptor) of the zizq.job type's columns.
 void job_columns_of(TupleDesc table, AttrNumber *attnums);
 
+// Whether the zizq._jobs columns at attnums (from job_columns_of) have the
+// types of the zizq.job columns they fill: false after a column's type was
+// changed, when rows of the table cannot stand for zizq.job rows as they are.
+bool job_columns_match(TupleDesc table, const AttrNumber *attnums);
+
 // A zizq.job tuple from the values of a whole zizq._jobs row, with attnums
 // from job_columns_of, formed in the current memory context.
 HeapTuple job_tuple_from_row(const Datum *row, const bool *row_nulls, const AttrNumber *attnums, bool duplicate);

@@ -14,6 +14,8 @@ extern "C" {
 #include "access/sysattr.h"
 #include "access/tableam.h"
 #include "access/xlog.h"
+#include "catalog/pg_language.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_trigger.h"
 #include "executor/executor.h"
 #include "utils/acl.h"
@@ -21,6 +23,7 @@ extern "C" {
 #include "utils/rel.h"
 #include "utils/relcache.h"
 #include "utils/rls.h"
+#include "utils/syscache.h"
 }
 
 namespace zizq::pg {
@@ -28,17 +31,21 @@ namespace {
 
 int64 direct_takes = 0;  // this backend's, rolled back or not (zizq._direct_takes)
 
-// The zizq._jobs columns a take sets or reads, by attribute number.
+// The zizq._jobs columns a take sets or reads, by attribute number, and
+// those of the zizq.job row it returns.
 struct TakeColumns {
   AttrNumber status, parked, session_id, lease_ms, lease_until, unique_hold, unique_while, dequeued_at, queue;
+  AttrNumber job[kJobColumns];
 };
 
 TakeColumns take_columns(TupleDesc desc) {
-  return TakeColumns{job_column(desc, "status"),      job_column(desc, "parked"),
-                     job_column(desc, "session_id"),  job_column(desc, "lease_ms"),
-                     job_column(desc, "lease_until"), job_column(desc, "unique_hold"),
-                     job_column(desc, "unique_while"), job_column(desc, "dequeued_at"),
-                     job_column(desc, "queue")};
+  TakeColumns c{job_column(desc, "status"),      job_column(desc, "parked"),
+                job_column(desc, "session_id"),  job_column(desc, "lease_ms"),
+                job_column(desc, "lease_until"), job_column(desc, "unique_hold"),
+                job_column(desc, "unique_while"), job_column(desc, "dequeued_at"),
+                job_column(desc, "queue"),       {}};
+  job_columns_of(desc, c.job);
+  return c;
 }
 
 // The columns the statement's SET names, as the executor records them
@@ -50,14 +57,15 @@ Bitmapset *set_columns(const TakeColumns &c) {
   return cols;
 }
 
-// Whether the columns the take sets have the types zizq gave them: a
-// column altered to a domain (whose checks the statement's assignment
-// would run) or to another type needs the statement.
-bool set_columns_as_made(TupleDesc desc, const TakeColumns &c) {
+// Whether the columns the take sets, reads and returns have the types zizq
+// gave them: a column altered to a domain (whose checks the statement's
+// assignment would run) or to another type needs the statement (whose
+// row a take checks against zizq.job's, raising if it differs).
+bool columns_as_made(TupleDesc desc, const TakeColumns &c) {
   auto is = [&](AttrNumber a, Oid type) { return TupleDescAttr(desc, a - 1)->atttypid == type; };
   return is(c.status, TEXTOID) && is(c.parked, BOOLOID) && is(c.session_id, INT8OID) && is(c.lease_ms, INT8OID) &&
          is(c.lease_until, TIMESTAMPTZOID) && is(c.unique_hold, TEXTOID) && is(c.unique_while, TEXTOID) &&
-         is(c.dequeued_at, TIMESTAMPTZOID) && is(c.queue, TEXTOID);
+         is(c.dequeued_at, TIMESTAMPTZOID) && is(c.queue, TEXTOID) && job_columns_match(desc, c.job);
 }
 
 // Whether the backend's state lets the take go without a statement: where
@@ -77,7 +85,23 @@ bool has_take_rights(Oid relid) {
          check_enable_rls(relid, InvalidOid, true) != RLS_ENABLED;
 }
 
-bool is_trigger(const Trigger &t, const char *name) { return strcmp(t.tgname, name) == 0; }
+// Whether `t` is zizq's job_update, calling the C function whose rules
+// job_update_rules are (not a user's trigger of that name). The function
+// found last is remembered.
+bool is_zizq_job_update(const Trigger &t) {
+  static Oid known = InvalidOid;
+  if (strcmp(t.tgname, "job_update") != 0) return false;
+  if (t.tgfoid == known) return true;
+  HeapTuple proc = SearchSysCache1(PROCOID, ObjectIdGetDatum(t.tgfoid));
+  if (!HeapTupleIsValid(proc)) return false;
+  bool isnull = false;
+  Datum src = SysCacheGetAttr(PROCOID, proc, Anum_pg_proc_prosrc, &isnull);
+  bool ours = !isnull && reinterpret_cast<Form_pg_proc>(GETSTRUCT(proc))->prolang == ClanguageId &&
+              strcmp(TextDatumGetCString(src), "zizq_trg_job_update") == 0;
+  ReleaseSysCache(proc);
+  if (ours) known = t.tgfoid;
+  return ours;
+}
 
 // Triggers on UPDATE fire here as after the statement when they are zizq's
 // job_update (its rules are applied in place, so it must be enabled as
@@ -92,7 +116,7 @@ bool triggers_fire_as_the_statement_would(const TriggerDesc *d) {
   for (int i = 0; i < d->numtriggers; ++i) {
     const Trigger &t = d->triggers[i];
     if (!TRIGGER_FOR_UPDATE(t.tgtype) || !TRIGGER_FOR_ROW(t.tgtype) || TRIGGER_FOR_AFTER(t.tgtype)) continue;
-    if (!is_trigger(t, "job_update") || t.tgenabled != TRIGGER_FIRES_ON_ORIGIN || t.tgqual != nullptr ||
+    if (!is_zizq_job_update(t) || t.tgenabled != TRIGGER_FIRES_ON_ORIGIN || t.tgqual != nullptr ||
         t.tgnattr != 0)
       return false;
     rules_trigger = true;
@@ -106,7 +130,7 @@ bool updated_as_the_statement_would(const ResultRelInfo *rri, const TakeColumns 
   Relation rel = rri->ri_RelationDesc;
   TupleDesc desc = RelationGetDescr(rel);
   return triggers_fire_as_the_statement_would(rri->ri_TrigDesc) && rel->rd_rules == nullptr &&
-         !(desc->constr != nullptr && desc->constr->has_generated_stored) && set_columns_as_made(desc, cols);
+         !(desc->constr != nullptr && desc->constr->has_generated_stored) && columns_as_made(desc, cols);
 }
 
 // The open primary-key index, if it is the one-column bigint key zizq made.
@@ -204,6 +228,7 @@ TupleTableSlot *update_version(ResultRelInfo *rri, EState *estate, TupleTableSlo
   new_tuple = job_update_rules(rel, old_tuple, new_tuple);
   TupleTableSlot *slot = ExecAllocTableSlot(&estate->es_tupleTable, RelationGetDescr(rel), &TTSOpsHeapTuple);
   ExecStoreHeapTuple(new_tuple, slot, false);
+  slot->tts_tableOid = RelationGetRelid(rel);  // as ExecUpdate sets it, for a CHECK reading tableoid
   if (rel->rd_att->constr != nullptr) ExecConstraints(rri, slot, estate);
   ItemPointerData old_tid = locked->tts_tid;
   TM_FailureData tmfd;
@@ -257,6 +282,9 @@ DirectTake take_job_directly(const TakeRequest &req, HeapTuple *job, char **queu
     close_take(t);
     return DirectTake::kByStatement;
   }
+  // What ExecInitModifyTable refuses, refused as it does (an UPDATE of a
+  // table published without a replica identity).
+  CheckValidResultRel(t.rri, CMD_UPDATE);
   EState *estate = t.estate;
   MemoryContextSwitchTo(estate->es_query_cxt);
   exec_rt_fetch(1, estate)->updatedCols = set_columns(cols);
@@ -278,10 +306,8 @@ DirectTake take_job_directly(const TakeRequest &req, HeapTuple *job, char **queu
     if (lock_version(rel, &tid, estate, locked)) {
       TupleTableSlot *stored = update_version(t.rri, estate, locked, taken_version(locked, cols, req));
       slot_getallattrs(stored);
-      AttrNumber attnums[kJobColumns];
-      job_columns_of(RelationGetDescr(rel), attnums);
       MemoryContextSwitchTo(caller);
-      *job = job_tuple_from_row(stored->tts_values, stored->tts_isnull, attnums, false);
+      *job = job_tuple_from_row(stored->tts_values, stored->tts_isnull, cols.job, false);
       *queue = TextDatumGetCString(stored->tts_values[cols.queue - 1]);
       outcome = DirectTake::kTaken;
       ++direct_takes;

@@ -3,6 +3,15 @@
 -- statement is used instead.
 \i test/regress/sql/helpers.psql
 
+-- Every index holds every row its predicate admits (amcheck reads the heap
+-- and looks each live row up): run while directly taken jobs are in flight.
+CREATE EXTENSION amcheck;
+CREATE FUNCTION pg_temp.indexes_checked() RETURNS bigint LANGUAGE sql AS $$
+  SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam,
+       LATERAL bt_index_check(c.oid, true)
+  WHERE i.indrelid = 'zizq._jobs'::regclass AND a.amname = 'btree'
+$$;
+
 -- One token, three jobs. The first runs; a look parks the other two; the
 -- first's complete makes the second the line's offer.
 SELECT key FROM zizq.define_budget('dt', 1, 'while_in_flight');
@@ -36,6 +45,7 @@ SELECT zizq._direct_takes() - :takes AS without_statement;
 SELECT status, parked, session_id IS NOT NULL AS owned, lease_ms, lease_until, dequeued_at <= clock_timestamp() AS paid
   FROM zizq._jobs WHERE id = :first + 1;
 SELECT key, tokens, in_flight_cost, parked_jobs FROM zizq.budget_state;
+SELECT pg_temp.indexes_checked();
 
 -- zizq.direct_take = off: the statement takes the next one.
 SET zizq.direct_take = off;
@@ -60,6 +70,7 @@ SELECT id - :first AS taken, lease_until BETWEEN clock_timestamp() + interval '5
        AS leased_a_minute
   FROM zizq.dequeue(ARRAY['dt-lease'], lease => '1 minute');
 SELECT session_id, lease_ms, unique_hold FROM zizq._jobs WHERE id = :first + 1;
+SELECT pg_temp.indexes_checked();
 SELECT duplicate FROM zizq.enqueue('dt-k', 'again', unique_key => 'dt-k', unique_while => 'queued');
 
 -- A take rolled back: the job is parked again, its token back, and it is
@@ -71,7 +82,12 @@ SELECT id - :first AS taken FROM zizq.dequeue(ARRAY['dt-lease']);
 ROLLBACK;
 SELECT status, parked FROM zizq._jobs WHERE id = :first + 2;
 SELECT pg_temp.wait_for(format('zizq._offered(%s)', :first + 2)) AS offered_again;
+-- In REPEATABLE READ the statement takes it (its serialization checks).
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT zizq._direct_takes() AS takes \gset
 SELECT id - :first AS taken FROM zizq.dequeue(ARRAY['dt-lease']);
+SELECT zizq._direct_takes() - :takes AS without_statement;
+COMMIT;
 SELECT zizq.complete(:first + 2);
 
 -- AFTER row triggers fire as after the statement: once per take, with the
@@ -86,6 +102,8 @@ END $$;
 CREATE TRIGGER log_take AFTER UPDATE ON zizq._jobs FOR EACH ROW
   WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION public.log_take();
 CREATE TRIGGER log_priority AFTER UPDATE OF priority ON zizq._jobs FOR EACH ROW EXECUTE FUNCTION public.log_take();
+CREATE TRIGGER log_never AFTER UPDATE ON zizq._jobs FOR EACH ROW
+  WHEN (NEW.status = 'never') EXECUTE FUNCTION public.log_take();
 SELECT pg_temp.line_up('dt-after') AS first \gset
 CALL pg_temp.offer_next(:first);
 TRUNCATE public.take_log;
@@ -110,16 +128,11 @@ SELECT job - :first AS job, was, now FROM public.take_log;
 DROP TRIGGER tag_take ON zizq._jobs;
 DROP TRIGGER log_take ON zizq._jobs;
 DROP TRIGGER log_priority ON zizq._jobs;
+DROP TRIGGER log_never ON zizq._jobs;
 DROP FUNCTION public.tag_take(), public.log_take();
 DROP TABLE public.take_log;
 SELECT zizq.complete(:first + 2);
 
--- Every index holds every row its predicate admits after the takes above
--- (amcheck reads the heap and looks each such row up).
-CREATE EXTENSION amcheck;
-SELECT c.relname AS checked
-  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam,
-       LATERAL bt_index_check(c.oid, true)
-  WHERE i.indrelid = 'zizq._jobs'::regclass AND a.amname = 'btree' ORDER BY 1;
+SELECT pg_temp.indexes_checked();
 DROP EXTENSION amcheck;
 SELECT key, tokens, in_flight_cost, parked_jobs FROM zizq.budget_state;
