@@ -50,8 +50,9 @@ TupleTableSlot *job_insert_row(const JobInsert *ins, int i);
 // Closes the table and frees the executor state; the rows stay.
 void end_job_insert(JobInsert *ins);
 
-// At the end of every top-level transaction: no insert is in progress any
-// more (one that raised an error did not end).
+// At the end of every top-level transaction: no direct insert or take
+// (job_write.hpp) is in progress any more (one that raised an error did
+// not end).
 void end_of_transaction_job_inserts();
 
 }  // namespace zizq::pg
