@@ -824,13 +824,18 @@ void emit_taken(uint64 rows, Tuplestorestate *store, TupleDesc desc) {
   for (uint64 i = 0; i < rows; ++i) tuplestore_puttuple(store, sorted[i].tuple);
 }
 
+// A job gone in_flight: its queue's workers are woken if this rolls back.
+void note_taken_job(const char *queue) { record_wake_on_abort(queue_hash(queue, strlen(queue)), 1); }
+
+// Jobs taken under a lease: the dispatcher wakes by its end.
+void note_lease(const Request &r) {
+  if (r.leased) at_commit_wake_dispatcher_before(GetCurrentTimestamp() + r.lease_ms * 1000);
+}
+
 // After the in_flight UPDATE: undo-on-abort wakes and lease hints.
 void note_taken(const Request &r, uint64 rows) {
-  for (uint64 i = 0; i < rows; ++i) {
-    char *queue = column_text(i, 2);
-    record_wake_on_abort(queue_hash(queue, strlen(queue)), 1);
-  }
-  if (r.leased && rows > 0) at_commit_wake_dispatcher_before(GetCurrentTimestamp() + r.lease_ms * 1000);
+  for (uint64 i = 0; i < rows; ++i) note_taken_job(column_text(i, 2));
+  if (rows > 0) note_lease(r);
 }
 
 // The jobs to take: free ones (locked by their cursors already, seen 0)
@@ -915,8 +920,8 @@ uint64 record_taken_directly(const Request &r, DirectTake outcome, HeapTuple job
   taken[0] = outcome == DirectTake::kTaken;
   if (!taken[0]) return 0;
   reserve_ops(2);
-  record_wake_on_abort(queue_hash(queue, strlen(queue)), 1);
-  if (r.leased) at_commit_wake_dispatcher_before(GetCurrentTimestamp() + r.lease_ms * 1000);
+  note_taken_job(queue);
+  note_lease(r);
   tuplestore_puttuple(store, job);
   return 1;
 }

@@ -91,6 +91,12 @@ void job_columns_of(TupleDesc table, AttrNumber *attnums) {
   if (i != kJobColumns) elog(ERROR, "zizq: ZIZQ_JOB_COLUMNS names %d columns, not %d", i, kJobColumns);
 }
 
+bool text_is(Datum datum, const char *value) {
+  text *t = DatumGetTextPP(datum);
+  size_t len = strlen(value);
+  return VARSIZE_ANY_EXHDR(t) == len && memcmp(VARDATA_ANY(t), value, len) == 0;
+}
+
 bool job_columns_match(TupleDesc table, const AttrNumber *attnums) {
   TupleDesc job = job_desc();
   for (int i = 0; i < kJobColumns; ++i)

@@ -22,6 +22,9 @@ HeapTuple job_tuple_from_spi(uint64 row, int first_col, bool duplicate);
 // not read.
 HeapTuple job_tuple_id_only(HeapTuple full);
 
+// Whether a text datum (a row's status, unique_while) is `value`.
+bool text_is(Datum datum, const char *value);
+
 // zizq._jobs's OID; raises if the table is missing.
 Oid jobs_relid();
 

@@ -156,11 +156,8 @@ bool fetch_job(Relation rel, Relation pk, int64 id, Snapshot snapshot, TupleTabl
   return found;
 }
 
-bool text_is(const TupleTableSlot *slot, AttrNumber att, const char *value) {
-  if (slot->tts_isnull[att - 1]) return false;
-  text *t = DatumGetTextPP(slot->tts_values[att - 1]);
-  size_t len = strlen(value);
-  return VARSIZE_ANY_EXHDR(t) == len && memcmp(VARDATA_ANY(t), value, len) == 0;
+bool column_is(const TupleTableSlot *slot, AttrNumber att, const char *value) {
+  return !slot->tts_isnull[att - 1] && text_is(slot->tts_values[att - 1], value);
 }
 
 // The version the offer or the walk read, still ready.
@@ -169,7 +166,7 @@ bool is_seen_ready_version(TupleTableSlot *slot, TransactionId seen, const TakeC
   Datum xmin = slot_getsysattr(slot, MinTransactionIdAttributeNumber, &isnull);
   if (isnull || DatumGetTransactionId(xmin) != seen) return false;
   slot_getallattrs(slot);
-  return text_is(slot, c.status, "ready");
+  return column_is(slot, c.status, "ready");
 }
 
 // FOR UPDATE SKIP LOCKED on that version: false when another transaction
@@ -209,7 +206,7 @@ HeapTuple taken_version(TupleTableSlot *locked, const TakeColumns &c, const Take
   set(c.session_id, Int64GetDatum(req.session), req.leased);
   set(c.lease_ms, Int64GetDatum(req.lease_ms), !req.leased);
   set(c.lease_until, TimestampTzGetDatum(GetCurrentTimestamp() + req.lease_ms * 1000), !req.leased);
-  if (text_is(locked, c.unique_while, "queued")) set(c.unique_hold, 0, true);
+  if (column_is(locked, c.unique_while, "queued")) set(c.unique_hold, 0, true);
   set(c.dequeued_at, TimestampTzGetDatum(req.paid_at == DT_NOBEGIN ? GetCurrentTimestamp() : req.paid_at), false);
   return heap_form_tuple(desc, values, nulls);
 }

@@ -8,6 +8,7 @@
 // work they record happens at commit (xact.cpp), so a row that is not in
 // the end updated changes nothing.
 #include "pg/pg.hpp"
+#include "pg/job_row.hpp"
 #include "pg/shmem.hpp"
 #include "pg/spi.hpp"
 #include "pg/triggers.hpp"
@@ -50,9 +51,8 @@ struct Row {
   Datum get(int att, bool *isnull) const { return heap_getattr(tuple, att, desc, isnull); }
   bool is_status(int att, const char *status) const {
     bool isnull = false;
-    text *t = DatumGetTextPP(get(att, &isnull));
-    size_t len = strlen(status);
-    return !isnull && VARSIZE_ANY_EXHDR(t) == len && memcmp(VARDATA_ANY(t), status, len) == 0;
+    Datum d = get(att, &isnull);
+    return !isnull && text_is(d, status);
   }
   bool flag(int att) const {
     bool isnull = false;
