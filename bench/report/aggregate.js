@@ -28,7 +28,8 @@ function readJsonl(file) {
 
 function settingsText(s) {
   return [
-    `machine   ${s.cpus} CPUs (${s.cpu_model}), ${s.memory} RAM, ${s.kernel}, ${s.os}; data on ${s.filesystem}`,
+    `machine   ${s.cpus} CPUs (${s.cpu_model}), ${s.memory} RAM, ${s.kernel}, ${s.os}; data on ${s.filesystem}` +
+      (s.damon ? `; DAMON ${s.damon}` : ""),
     `server    PostgreSQL ${s.pg_version}: fsync ${s.fsync}, synchronous_commit ${s.synchronous_commit}, ` +
       `full_page_writes ${s.full_page_writes}, wal_level ${s.wal_level}, shared_buffers ${s.shared_buffers}, ` +
       `max_connections ${s.max_connections}, max_wal_size ${s.max_wal_size}, checkpoint_timeout ${s.checkpoint_timeout}, ` +
